@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ukprobes.h - Kernel Probes (Kprobes) for user space.
+ *
+ * The API is the Linux kernel's <linux/kprobes.h>, unchanged where it can be:
+ * a kernel module's probe code ports by changing its #include and printk
+ * lines.  See ukprobes(7) and register_kprobe(3).
+ *
+ * Handler context: on the breakpoint path, pre/post/fault handlers run in
+ * signal context (the kernel's "interrupts disabled, don't sleep"): they must
+ * not take locks that the probed code may hold and must not call malloc().
+ * They may use any register, SSE/AVX included.
+ */
+#ifndef UKPROBES_H
+#define UKPROBES_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define UKP_API __attribute__((visibility("default")))
+#else
+#define UKP_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Registers                                                                 */
+/* ------------------------------------------------------------------------ */
+
+#if defined(__x86_64__)
+/*
+ * The kernel's in-kernel x86-64 names and order, so that handler code reads
+ * like kernel code.  orig_ax is -1 (no system call); cs and ss are the user
+ * selectors and are read-only.
+ */
+struct pt_regs {
+	unsigned long r15;
+	unsigned long r14;
+	unsigned long r13;
+	unsigned long r12;
+	unsigned long bp;
+	unsigned long bx;
+	unsigned long r11;
+	unsigned long r10;
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long ax;
+	unsigned long cx;
+	unsigned long dx;
+	unsigned long si;
+	unsigned long di;
+	unsigned long orig_ax;
+	unsigned long ip;
+	unsigned long cs;
+	unsigned long flags;
+	unsigned long sp;
+	unsigned long ss;
+};
+
+typedef unsigned char kprobe_opcode_t;
+
+static inline unsigned long regs_return_value(struct pt_regs *regs)
+{
+	return regs->ax;
+}
+
+/* SysV AMD64 integer argument registers; n counts from 0, as the kernel. */
+static inline unsigned long regs_get_kernel_argument(struct pt_regs *regs,
+						     unsigned int n)
+{
+	switch (n) {
+	case 0: return regs->di;
+	case 1: return regs->si;
+	case 2: return regs->dx;
+	case 3: return regs->cx;
+	case 4: return regs->r8;
+	case 5: return regs->r9;
+	default: {
+		/* Past the register arguments: on the stack above the return
+		 * address, valid at the first instruction of a function. */
+		unsigned long *sp = (unsigned long *)regs->sp;
+		return sp[n - 6 + 1];
+	}
+	}
+}
+#else
+#error "ukprobes: this architecture is not ported yet (see src/arch/arch.h)"
+#endif
+
+static inline unsigned long instruction_pointer(struct pt_regs *regs)
+{
+	return regs->ip;
+}
+
+static inline void instruction_pointer_set(struct pt_regs *regs,
+					   unsigned long val)
+{
+	regs->ip = val;
+}
+
+static inline unsigned long user_stack_pointer(struct pt_regs *regs)
+{
+	return regs->sp;
+}
+
+static inline unsigned long kernel_stack_pointer(struct pt_regs *regs)
+{
+	return regs->sp;
+}
+
+static inline unsigned long regs_get_register(struct pt_regs *regs,
+					      unsigned int offset)
+{
+	if (offset > sizeof(struct pt_regs) - sizeof(unsigned long))
+		return 0;
+	return *(unsigned long *)((char *)regs + offset);
+}
+
+/**
+ * regs_query_register_offset() - offset of a register in struct pt_regs
+ * @name: kernel name ("ax", "di", "ip", "r8", "flags", ...), with or without
+ *        the leading '%'; the user-space names ("rax", "rdi") are accepted too.
+ *
+ * Returns the byte offset, or -EINVAL for an unknown name.
+ */
+UKP_API int regs_query_register_offset(const char *name);
+
+/** regs_query_register_name() - kernel name of the register at @offset. */
+UKP_API const char *regs_query_register_name(unsigned int offset);
+
+/* ------------------------------------------------------------------------ */
+/* Probes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct kprobe;
+
+typedef int (*kprobe_pre_handler_t)(struct kprobe *, struct pt_regs *);
+typedef void (*kprobe_post_handler_t)(struct kprobe *, struct pt_regs *,
+				      unsigned long flags);
+/* trapnr is the x86 trap number: 14 page fault, 13 general protection,
+ * 0 divide error, 6 invalid opcode, 17 alignment check. */
+typedef int (*kprobe_fault_handler_t)(struct kprobe *, struct pt_regs *,
+				      int trapnr);
+
+struct kprobe {
+	/* Location: set either addr, or symbol_name (+ offset). */
+	kprobe_opcode_t *addr;
+	const char *symbol_name;	/* "sym" or "object:sym" */
+	unsigned int offset;
+
+	kprobe_pre_handler_t pre_handler;
+	kprobe_post_handler_t post_handler;
+	kprobe_fault_handler_t fault_handler;
+
+	/* Hits skipped because a handler was already running on the thread. */
+	unsigned long nmissed;
+
+	/* KPROBE_FLAG_* */
+	unsigned int flags;
+
+	/* Private to ukprobes: zero before the first registration and leave
+	 * alone afterwards, like the kernel's hlist/list/ainsn fields. */
+	struct kprobe *ukp_next;
+	void *ukp_point;
+	unsigned long ukp_reserved[4];
+};
+
+#define KPROBE_FLAG_GONE	1	/* the probed object was unloaded */
+#define KPROBE_FLAG_DISABLED	2	/* registered but not armed */
+#define KPROBE_FLAG_OPTIMIZED	4	/* jump-optimized (optprobes) */
+#define KPROBE_FLAG_FTRACE	8	/* on a patchable function entry */
+
+UKP_API int register_kprobe(struct kprobe *p);
+UKP_API void unregister_kprobe(struct kprobe *p);
+UKP_API int register_kprobes(struct kprobe **kps, int num);
+UKP_API void unregister_kprobes(struct kprobe **kps, int num);
+UKP_API int enable_kprobe(struct kprobe *p);
+UKP_API int disable_kprobe(struct kprobe *p);
+
+static inline int kprobe_gone(struct kprobe *p)
+{
+	return p->flags & KPROBE_FLAG_GONE;
+}
+
+static inline int kprobe_disabled(struct kprobe *p)
+{
+	return p->flags & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_GONE);
+}
+
+static inline int kprobe_optimized(struct kprobe *p)
+{
+	return p->flags & KPROBE_FLAG_OPTIMIZED;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blacklist                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * NOKPROBE_SYMBOL(fn) - refuse probes anywhere inside function fn.
+ * Works in any loaded object (program or shared library): ukprobes reads the
+ * _ukprobe_blacklist section of every object it resolves symbols in.
+ */
+#define UKP_BL_CONCAT2(a, b) a##b
+#define UKP_BL_CONCAT(a, b) UKP_BL_CONCAT2(a, b)
+#define NOKPROBE_SYMBOL(fname)						\
+	static void *const UKP_BL_CONCAT(_ukp_bl_, fname)		\
+	__attribute__((used, section("_ukprobe_blacklist"))) =		\
+		(void *)&fname
+
+/* ------------------------------------------------------------------------ */
+/* Process-wide knobs and listings (debugfs and sysctl in the kernel)       */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * ukprobes_print_list() - write the registered probes to @out, one line per
+ * probe in the format of /sys/kernel/debug/kprobes/list:
+ *   "<addr>  k  <object>:<sym>+0x<off>  [DISABLED][OPTIMIZED]"
+ * Returns the number of lines written or a negative errno.
+ */
+UKP_API int ukprobes_print_list(FILE *out);
+
+/**
+ * ukprobes_print_blacklist() - write the blacklisted ranges to @out, as
+ * /sys/kernel/debug/kprobes/blacklist does: "0x<start>-0x<end>\t<sym>".
+ */
+UKP_API int ukprobes_print_blacklist(FILE *out);
+
+/**
+ * ukprobes_set_enabled() - the kprobes/enabled switch.  0 disarms every
+ * probe, keeping each probe's own disabled state; 1 arms again those that
+ * are enabled.  Returns 0 or a negative errno.
+ */
+UKP_API int ukprobes_set_enabled(int enabled);
+UKP_API int ukprobes_enabled(void);
+
+/* Logging: like libbpf_set_print().  Returns the previous callback. */
+enum ukprobes_print_level {
+	UKPROBES_WARN,
+	UKPROBES_INFO,
+	UKPROBES_DEBUG,
+};
+typedef int (*ukprobes_print_fn_t)(enum ukprobes_print_level level,
+				   const char *fmt, va_list ap);
+UKP_API ukprobes_print_fn_t ukprobes_set_print(ukprobes_print_fn_t fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UKPROBES_H */

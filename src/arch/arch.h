@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch.h - what an architecture back end provides to the generic core, as
+ * the kernel's arch_prepare_kprobe()/arch_arm_kprobe() hooks do.
+ *
+ * A back end lives in src/arch/<uname -m>/ and defines, in arch_insn.h,
+ * struct arch_insn (per-point state), UKP_ARCH_SLOT_SIZE and
+ * UKP_ARCH_MAX_INSN.  Functions marked "trap path" run in signal context:
+ * no lock, no allocation, no libc call that is not async-signal-safe.
+ * A back end not ported yet returns -EOPNOTSUPP from arch_prepare_kprobe().
+ */
+#ifndef UKP_ARCH_H
+#define UKP_ARCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include <ukprobes.h>
+
+#include "arch_insn.h"
+
+struct ukp_point;
+
+/* ---- preparing and arming (ukp_kprobe_mutex held) ---------------------- */
+
+/** arch_insn_len() - length of the instruction at @code, or -EILSEQ. */
+int arch_insn_len(const uint8_t *code, size_t avail);
+
+/**
+ * arch_skip_func_entry() - bytes to skip at a function's entry so that a
+ * "function entry" probe lands on the first real instruction (x86: endbr64,
+ * as the kernel's arch_adjust_kprobe_addr() does).  0 when none.
+ */
+size_t arch_skip_func_entry(const uint8_t *code, size_t avail);
+
+/**
+ * arch_prepare_kprobe() - decode the instruction at pt->addr from @orig
+ * (@avail original bytes), decide how to execute it (out of line, emulate,
+ * refuse), and build its slot.
+ * Returns 0; -EINVAL for an instruction that cannot be probed; -EILSEQ if
+ * the bytes do not decode; -ENOMEM when no slot can be had within reach.
+ * On error nothing is left allocated.
+ */
+int arch_prepare_kprobe(struct ukp_point *pt, const uint8_t *orig, size_t avail);
+
+/** arch_unprepare_kprobe() - undo a prepare that was never armed. */
+void arch_unprepare_kprobe(struct ukp_point *pt);
+
+/** arch_remove_kprobe() - release the slot of a point that was armed
+ *  (after a grace period: no thread enters it any more). */
+void arch_remove_kprobe(struct ukp_point *pt);
+
+/** arch_arm_kprobe()/arch_disarm_kprobe() - write/remove the breakpoint.
+ *  The caller serializes cores afterwards (ukp_sync_cores()). */
+int arch_arm_kprobe(struct ukp_point *pt);
+int arch_disarm_kprobe(struct ukp_point *pt);
+
+/** arch_original_byte() - the byte the breakpoint at pt->addr covers. */
+uint8_t arch_original_byte(const struct ukp_point *pt, size_t i);
+/** Length of the breakpoint instruction (bytes to restore). */
+size_t arch_breakpoint_len(void);
+
+/* ---- the trap path ----------------------------------------------------- */
+
+/** Is this SIGTRAP a breakpoint instruction (not a kill(), not a TF step)? */
+bool arch_trap_is_breakpoint(const siginfo_t *info, const ucontext_t *uc);
+/** Address of the breakpoint instruction that trapped. */
+uintptr_t arch_trap_bp_addr(const ucontext_t *uc);
+/** Is there a breakpoint instruction at @addr now? */
+bool arch_breakpoint_at(uintptr_t addr);
+
+uintptr_t arch_uc_ip(const ucontext_t *uc);
+void arch_uc_set_ip(ucontext_t *uc, uintptr_t ip);
+int arch_uc_trapnr(const ucontext_t *uc);
+void arch_regs_from_uc(struct pt_regs *regs, const ucontext_t *uc);
+void arch_regs_to_uc(const struct pt_regs *regs, ucontext_t *uc);
+/* The signal mask the context resumes with (first word: enough for Linux's
+ * 64 signals). */
+uint64_t arch_uc_sigmask(const ucontext_t *uc);
+void arch_uc_set_sigmask(ucontext_t *uc, uint64_t mask);
+
+enum arch_exec {
+	ARCH_EXEC_DONE,		/* emulated: regs are after the instruction */
+	ARCH_EXEC_BOOST,	/* regs->ip is the boosted copy: no more trap */
+	ARCH_EXEC_STEP,		/* regs->ip is the copy followed by a breakpoint */
+};
+
+/**
+ * arch_execute() - execute the probed instruction on @regs (trap path).
+ * @need_post: post handlers must run after it, so a boosted copy won't do.
+ * For ARCH_EXEC_STEP, *@step_trap is the address of the breakpoint that ends
+ * the step and *@copy the start of the copy.
+ */
+enum arch_exec arch_execute(struct ukp_point *pt, struct pt_regs *regs,
+			    bool need_post, uintptr_t *step_trap, uintptr_t *copy);
+
+/**
+ * arch_step_done() - after the step's breakpoint trapped: set @regs as if the
+ * original instruction at @info->addr had executed in place (trap path).
+ */
+void arch_step_done(const struct ukp_slot_info *info, struct pt_regs *regs);
+
+/**
+ * arch_slot_trap_kind() - for an address inside slot @slot that copies
+ * @info: 1 if @ip is the start of a copy (a fault there is the original
+ * instruction's), 2 if it is the breakpoint ending a step copy, else 0.
+ */
+int arch_slot_ip_kind(const struct ukp_slot_info *info, uintptr_t slot,
+		      uintptr_t ip);
+
+/**
+ * arch_fixup_exception() - if the fault at uc's ip happened inside one of the
+ * back end's guarded memory accessors, make it return an error and return
+ * true (the kernel's exception tables).
+ */
+bool arch_fixup_exception(ucontext_t *uc);
+
+/* Guarded accessors: 0 or -EFAULT, never a crash.  Trap-safe. */
+int arch_safe_read_ulong(uintptr_t addr, unsigned long *val);
+int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
+
+#endif

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+/*
+ * insn_slot.c - executable slots for out-of-line copies of probed
+ * instructions (the kernel's insn_slot cache).
+ *
+ * Slots live in pages of our own, mapped read+execute only, placed within
+ * rel32 reach of the code they serve (the window the arch asks for) and
+ * filled through text_poke.  Each slot remembers which instruction it copies
+ * so the trap path can translate an address inside a slot back to the
+ * original one (faults, stale single-steps) without a lock.
+ *
+ * A slot released after it was armed is "dirty": a thread may still be
+ * executing in it.  Dirty slots are reused only after ukp_slot_gc() has proved
+ * that no thread can be inside (see the comment there).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "memmap.h"
+
+#define SLOT_PAGE_SIZE		4096u
+#define SLOTS_PER_PAGE		(SLOT_PAGE_SIZE / UKP_ARCH_SLOT_SIZE)
+#define MAX_SLOT_PAGES		65536u
+#define GC_DIRTY_THRESHOLD	256u
+
+_Static_assert(SLOTS_PER_PAGE <= 64, "one 64-bit map per page");
+
+struct ukp_slot_page {
+	uintptr_t base;
+	unsigned long created;		/* ukp_slot_mark() sequence */
+	uint64_t used;			/* allocated (live or dirty) */
+	uint64_t dirty;			/* released, awaiting proof of quiescence */
+	struct ukp_slot_info info[SLOTS_PER_PAGE];
+};
+
+/* This protects everything below except what the trap path reads, which is
+ * published with release stores: npages, pages[i] and info[]. */
+static pthread_mutex_t ukp_slot_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ukp_slot_page *_Atomic ukp_slot_pages[MAX_SLOT_PAGES];
+static atomic_uint ukp_slot_npages;
+static unsigned long ukp_slot_seq;
+static unsigned int ukp_slot_ndirty;
+
+static struct ukp_slot_page *ukp_slot_page_of(uintptr_t ip)
+{
+	unsigned int n = atomic_load_explicit(&ukp_slot_npages,
+					      memory_order_acquire);
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct ukp_slot_page *pg = atomic_load_explicit(
+			&ukp_slot_pages[i], memory_order_acquire);
+
+		if (pg && ip - pg->base < SLOT_PAGE_SIZE)
+			return pg;
+	}
+	return NULL;
+}
+NOKPROBE_SYMBOL(ukp_slot_page_of);
+
+/**
+ * ukp_slot_info_at() - what the slot containing @ip copies.  Trap-safe.
+ * Returns NULL if @ip is not in a slot page.  *@slot gets the slot's start.
+ */
+const struct ukp_slot_info *ukp_slot_info_at(uintptr_t ip, uintptr_t *slot)
+{
+	struct ukp_slot_page *pg = ukp_slot_page_of(ip);
+	unsigned int idx;
+
+	if (!pg)
+		return NULL;
+	idx = (unsigned int)((ip - pg->base) / UKP_ARCH_SLOT_SIZE);
+	if (!(pg->used & (1ull << idx)) && !(pg->dirty & (1ull << idx)))
+		return NULL;
+	*slot = pg->base + idx * UKP_ARCH_SLOT_SIZE;
+	return &pg->info[idx];
+}
+NOKPROBE_SYMBOL(ukp_slot_info_at);
+
+/* ------------------------------------------------------------------------ */
+/* Finding room near the probed code                                         */
+/* ------------------------------------------------------------------------ */
+
+static uintptr_t ukp_dist(uintptr_t a, uintptr_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Pick a free page in [lo, hi] close to @near.  Candidates are the pages just
+ * below each mapping (the region above the program's data is where brk grows,
+ * so we prefer below) and, second, just above each mapping.
+ */
+static uintptr_t ukp_find_hole(uintptr_t lo, uintptr_t hi, uintptr_t near)
+{
+	struct ukp_map *m;
+	size_t n;
+	uintptr_t best = 0, bestd = UINTPTR_MAX;
+	const uintptr_t min_addr = 0x10000;
+
+	if (ukp_maps_read(&m, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t prev_end = i ? m[i - 1].end : min_addr;
+		uintptr_t next_start = i + 1 < n ? m[i + 1].start : (uintptr_t)0x7ffffffff000;
+		uintptr_t cand[2] = { 0, 0 };
+
+		if (m[i].start >= prev_end + SLOT_PAGE_SIZE && m[i].start > min_addr + SLOT_PAGE_SIZE)
+			cand[0] = m[i].start - SLOT_PAGE_SIZE;
+		/* Leave a gap above a mapping so brk and stack growth keep room. */
+		if (next_start >= m[i].end + 2 * SLOT_PAGE_SIZE + (64u << 20))
+			cand[1] = m[i].end + (64u << 20);
+		for (int k = 0; k < 2; k++) {
+			uintptr_t c = cand[k];
+
+			if (!c || c < lo || c + SLOT_PAGE_SIZE > hi)
+				continue;
+			if (ukp_dist(c, near) + (k ? 1u << 30 : 0) < bestd) {
+				best = c;
+				bestd = ukp_dist(c, near) + (k ? 1u << 30 : 0);
+			}
+		}
+	}
+	free(m);
+	return best;
+}
+
+static struct ukp_slot_page *ukp_slot_page_new(uintptr_t lo, uintptr_t hi,
+					       uintptr_t near)
+{
+	unsigned int n = atomic_load(&ukp_slot_npages);
+	struct ukp_slot_page *pg;
+	void *p = MAP_FAILED;
+
+	if (n >= MAX_SLOT_PAGES)
+		return NULL;
+	for (int tries = 0; tries < 4 && p == MAP_FAILED; tries++) {
+		uintptr_t hole = ukp_find_hole(lo, hi, near);
+
+		if (!hole)
+			return NULL;
+		p = mmap((void *)hole, SLOT_PAGE_SIZE, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	}
+	if (p == MAP_FAILED)
+		return NULL;
+	pg = calloc(1, sizeof(*pg));
+	if (!pg) {
+		munmap(p, SLOT_PAGE_SIZE);
+		return NULL;
+	}
+	/* Name it in /proc/self/maps where the kernel allows. */
+	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, SLOT_PAGE_SIZE,
+	      (unsigned long)"ukprobes-insn-slots");
+	pg->base = (uintptr_t)p;
+	pg->created = ++ukp_slot_seq;
+	atomic_store_explicit(&ukp_slot_pages[n], pg, memory_order_release);
+	atomic_store_explicit(&ukp_slot_npages, n + 1, memory_order_release);
+	return pg;
+}
+
+/**
+ * ukp_slot_alloc() - a free slot in [@lo, @hi - slot size], near @near.
+ * @info: what the slot will copy (kept for the trap path).
+ * Returns the slot address, or 0 when none can be had.
+ */
+uintptr_t ukp_slot_alloc(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			 const struct ukp_slot_info *info)
+{
+	struct ukp_slot_page *pg = NULL;
+	unsigned int n, idx;
+	uintptr_t slot = 0;
+
+	pthread_mutex_lock(&ukp_slot_mutex);
+	if (ukp_slot_ndirty >= GC_DIRTY_THRESHOLD)
+		ukp_slot_gc();
+	n = atomic_load(&ukp_slot_npages);
+	for (unsigned int i = 0; i < n && !pg; i++) {
+		struct ukp_slot_page *c = atomic_load(&ukp_slot_pages[i]);
+
+		if (c && ~c->used && c->base >= lo &&
+		    c->base + SLOT_PAGE_SIZE <= hi)
+			pg = c;
+	}
+	if (!pg)
+		pg = ukp_slot_page_new(lo, hi, near);
+	if (pg) {
+		idx = (unsigned int)__builtin_ctzll(~pg->used);
+		pg->info[idx] = *info;
+		__atomic_store_n(&pg->used, pg->used | (1ull << idx), __ATOMIC_RELEASE);
+		slot = pg->base + idx * UKP_ARCH_SLOT_SIZE;
+	}
+	pthread_mutex_unlock(&ukp_slot_mutex);
+	return slot;
+}
+
+static struct ukp_slot_page *ukp_slot_locate(uintptr_t slot, unsigned int *idx)
+{
+	struct ukp_slot_page *pg = ukp_slot_page_of(slot);
+
+	if (pg)
+		*idx = (unsigned int)((slot - pg->base) / UKP_ARCH_SLOT_SIZE);
+	return pg;
+}
+
+/** ukp_slot_free_unused() - give back a slot that was never armed. */
+void ukp_slot_free_unused(uintptr_t slot)
+{
+	unsigned int idx;
+	struct ukp_slot_page *pg;
+
+	pthread_mutex_lock(&ukp_slot_mutex);
+	pg = ukp_slot_locate(slot, &idx);
+	if (pg)
+		__atomic_store_n(&pg->used, pg->used & ~(1ull << idx), __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ukp_slot_mutex);
+}
+
+/** ukp_slot_release() - a slot that was armed: dirty until proven unused. */
+void ukp_slot_release(uintptr_t slot)
+{
+	unsigned int idx;
+	struct ukp_slot_page *pg;
+
+	pthread_mutex_lock(&ukp_slot_mutex);
+	pg = ukp_slot_locate(slot, &idx);
+	if (pg && !(pg->dirty & (1ull << idx))) {
+		pg->dirty |= 1ull << idx;
+		ukp_slot_ndirty++;
+	}
+	pthread_mutex_unlock(&ukp_slot_mutex);
+}
+
+/** ukp_slot_mark() - remember the page sequence, for a rollback. */
+void ukp_slot_mark(unsigned long *mark)
+{
+	pthread_mutex_lock(&ukp_slot_mutex);
+	*mark = ukp_slot_seq;
+	pthread_mutex_unlock(&ukp_slot_mutex);
+}
+
+/**
+ * ukp_slot_unmap_new_since() - after a failed registration, unmap the pages
+ * created since @mark that hold no slot, so the memory map is as it was.
+ * Pages are only appended, so the new ones are at the end of the array.
+ */
+void ukp_slot_unmap_new_since(unsigned long mark)
+{
+	pthread_mutex_lock(&ukp_slot_mutex);
+	for (;;) {
+		unsigned int n = atomic_load(&ukp_slot_npages);
+		struct ukp_slot_page *pg = n ? atomic_load(&ukp_slot_pages[n - 1]) : NULL;
+
+		if (!pg || pg->created <= mark || pg->used || pg->dirty)
+			break;
+		atomic_store(&ukp_slot_npages, n - 1);
+		atomic_store(&ukp_slot_pages[n - 1], NULL);
+		/* Never armed: no thread can have run in it. */
+		munmap((void *)pg->base, SLOT_PAGE_SIZE);
+		free(pg);
+		ukp_slot_seq--;
+	}
+	pthread_mutex_unlock(&ukp_slot_mutex);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reclaiming dirty slots                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A dirty slot's probe is disarmed and a grace period has passed since (the
+ * release happens after ukp_synchronize()), so no thread can newly enter it.
+ * A thread may still be inside: preempted on the copied instruction, or
+ * blocked in a system call the copy made.  A thread blocked in a system call
+ * shows its user pc in /proc/self/task/TID/syscall; a thread that is
+ * running or runnable has left a slot (straight-line code of two
+ * instructions) once it has run again, which its on-CPU time in
+ * /proc/self/task/TID/schedstat tells.  Threads we cannot prove out keep
+ * every dirty slot dirty until the next attempt.
+ */
+#include <dirent.h>
+
+static int ukp_read_small(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return 0;
+}
+
+static bool ukp_ip_in_dirty_slot(uintptr_t ip)
+{
+	struct ukp_slot_page *pg = ukp_slot_page_of(ip);
+
+	if (!pg)
+		return false;
+	return pg->dirty & (1ull << ((ip - pg->base) / UKP_ARCH_SLOT_SIZE));
+}
+
+struct ukp_task_probe {
+	int tid;
+	unsigned long long run_ns;
+};
+
+static bool ukp_threads_out_of_dirty_slots(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct ukp_task_probe *running = NULL;
+	size_t nrun = 0, cap = 0;
+	struct dirent *de;
+	char path[64], buf[256];
+	bool ok = true;
+	int self = (int)gettid();
+
+	if (!d)
+		return false;
+	while ((de = readdir(d)) && ok) {
+		int tid = atoi(de->d_name);
+		unsigned long long pc;
+
+		if (tid <= 0 || tid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+		if (ukp_read_small(path, buf, sizeof(buf)))
+			continue;	/* exited */
+		if (strncmp(buf, "running", 7)) {
+			char *last = strrchr(buf, ' ');
+
+			pc = last ? strtoull(last + 1, NULL, 16) : 0;
+			if (ukp_ip_in_dirty_slot((uintptr_t)pc))
+				ok = false;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+		if (ukp_read_small(path, buf, sizeof(buf)))
+			continue;
+		if (nrun == cap) {
+			struct ukp_task_probe *nr;
+
+			cap = cap ? 2 * cap : 16;
+			nr = realloc(running, cap * sizeof(*nr));
+			if (!nr) {
+				ok = false;
+				break;
+			}
+			running = nr;
+		}
+		running[nrun].tid = tid;
+		running[nrun].run_ns = strtoull(buf, NULL, 10);
+		nrun++;
+	}
+	closedir(d);
+	/* Wait (a little) for every running thread to run again. */
+	for (size_t i = 0; i < nrun && ok; i++) {
+		int waited = 0;
+
+		for (;;) {
+			unsigned long long now;
+
+			snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat",
+				 running[i].tid);
+			if (ukp_read_small(path, buf, sizeof(buf)))
+				break;		/* exited */
+			now = strtoull(buf, NULL, 10);
+			if (now != running[i].run_ns)
+				break;
+			snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+				 running[i].tid);
+			if (!ukp_read_small(path, buf, sizeof(buf)) &&
+			    strncmp(buf, "running", 7)) {
+				char *last = strrchr(buf, ' ');
+
+				if (!ukp_ip_in_dirty_slot(last ? (uintptr_t)strtoull(last + 1, NULL, 16) : 0))
+					break;
+			}
+			if (++waited > 100) {
+				ok = false;
+				break;
+			}
+			usleep(100);
+		}
+	}
+	free(running);
+	return ok;
+}
+
+/** ukp_slot_gc() - reuse dirty slots when no thread can be inside.  Mutex held. */
+void ukp_slot_gc(void)
+{
+	unsigned int n;
+
+	if (!ukp_slot_ndirty || !ukp_threads_out_of_dirty_slots())
+		return;
+	n = atomic_load(&ukp_slot_npages);
+	for (unsigned int i = 0; i < n; i++) {
+		struct ukp_slot_page *pg = atomic_load(&ukp_slot_pages[i]);
+
+		if (!pg || !pg->dirty)
+			continue;
+		__atomic_store_n(&pg->used, pg->used & ~pg->dirty, __ATOMIC_RELEASE);
+		pg->dirty = 0;
+	}
+	ukp_slot_ndirty = 0;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - hidden declarations shared by the generic core.
+ *
+ * Lock order (outer first), as the kernel nests kprobe_mutex -> text_mutex:
+ *   ukp_kprobe_mutex  (registry, arming, knobs)       kprobes.c
+ *     -> symbols mutex (symbol caches)                 symbols.c
+ *     -> ukp_slot_mutex (slot pages)                   insn_slot.c
+ *     -> ukp_signal_mutex (the program's handlers)     signal_chain.c
+ * The trap path takes none of them.
+ */
+#ifndef UKP_INTERNAL_H
+#define UKP_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#include <ukprobes.h>
+
+#include "arch_insn.h"
+#include "log.h"
+
+#define UKP_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------------ */
+/* Probe points                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One probed address.  Every struct kprobe registered at that address hangs
+ * off 'probes' (the kernel's aggregate probe).  Readers on the trap path walk
+ * the list with acquire loads and no lock; writers change it with
+ * ukp_kprobe_mutex held and free nothing before a grace period.
+ */
+struct ukp_point {
+	uintptr_t addr;
+	unsigned long gen;		/* unique per point, never reused */
+	struct kprobe *_Atomic probes;	/* NOTE: change only with ukp_kprobe_mutex */
+	atomic_uint flags;		/* UKP_PT_* */
+	unsigned int nprobes;
+	bool armed;			/* int3 written; ukp_kprobe_mutex */
+	/* For the listing. */
+	const char *object;
+	const char *sym;
+	unsigned long symoff;
+	struct arch_insn ainsn;
+	struct ukp_point *next_free;	/* reclaim list */
+};
+
+/* flags: what the trap path needs to know without walking the list. */
+#define UKP_PT_HAS_POST		0x1u	/* an enabled probe has a post_handler */
+#define UKP_PT_HAS_FAULT	0x2u	/* an enabled probe has a fault_handler */
+#define UKP_PT_GONE		0x4u	/* object unloaded */
+
+struct ukp_point *ukp_point_lookup(uintptr_t addr);	/* trap-safe */
+int ukp_point_insert(struct ukp_point *pt);		/* mutex held */
+void ukp_point_remove(struct ukp_point *pt);		/* mutex held */
+void ukp_point_foreach(void (*fn)(struct ukp_point *, void *), void *arg);
+void ukp_points_reclaim(void);	/* free old tables after a grace period */
+
+static inline struct ukp_point *kprobe_point(const struct kprobe *p)
+{
+	return (struct ukp_point *)p->ukp_point;
+}
+
+extern pthread_mutex_t ukp_kprobe_mutex;
+extern atomic_int ukp_kprobes_all_disarmed;
+
+/* ------------------------------------------------------------------------ */
+/* Grace periods (sync.c)                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Sleepable-RCU with two counters: readers (the trap path) increment the
+ * counter of the current phase, writers flip the phase and wait for the old
+ * counter to drain.  New readers never delay a writer.
+ */
+unsigned int ukp_srcu_read_lock(void);
+void ukp_srcu_read_unlock(unsigned int idx);
+void ukp_synchronize(void);
+
+/* ------------------------------------------------------------------------ */
+/* Code patching (text.c): the only place that writes code                  */
+/* ------------------------------------------------------------------------ */
+
+int ukp_text_init(void);
+int ukp_text_poke(uintptr_t addr, const void *bytes, size_t len);
+int ukp_text_read(uintptr_t addr, void *buf, size_t len);
+void ukp_sync_cores(void);
+void ukp_text_after_fork(void);
+
+/* ------------------------------------------------------------------------ */
+/* Out-of-line slots (insn_slot.c)                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Executable slots of UKP_ARCH_SLOT_SIZE bytes, allocated inside a window the
+ * arch asks for (rel32 reach of the probed code and of what it references).
+ * A released slot is "dirty" until no thread can be executing in it.
+ */
+struct ukp_slot_info {
+	uintptr_t addr;		/* the original instruction */
+	uint8_t len;		/* its length */
+	uint8_t arch_flags;	/* arch's own fix-ups after a step */
+};
+
+uintptr_t ukp_slot_alloc(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			 const struct ukp_slot_info *info);
+void ukp_slot_free_unused(uintptr_t slot);	/* never armed: reuse at once */
+void ukp_slot_release(uintptr_t slot);		/* was armed: dirty */
+const struct ukp_slot_info *ukp_slot_info_at(uintptr_t ip, uintptr_t *slot); /* trap-safe */
+void ukp_slot_gc(void);
+void ukp_slot_mark(unsigned long *mark);
+void ukp_slot_unmap_new_since(unsigned long mark);
+
+/* ------------------------------------------------------------------------ */
+/* Signals (trap.c, signal_chain.c)                                          */
+/* ------------------------------------------------------------------------ */
+
+int ukp_trap_install(void);		/* idempotent, mutex held */
+void ukp_trap_uninstall_if_unused(void);
+void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc);
+int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
+		    const sigset_t *mask);
+void ukp_signal_give_back(int sig);
+/* Real sigaction of libc, not our interposer. */
+int ukp_real_sigaction(int sig, const struct sigaction *act,
+		       struct sigaction *old);
+int ukp_real_sigmask(int how, const sigset_t *set, sigset_t *old);
+
+/* Count a missed hit on every probe of @pt (trap path). */
+void ukp_inc_nmissed(struct ukp_point *pt);
+
+#endif

@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kprobes.c - the registry: registering, enabling, disabling and removing
+ * kprobes (kernel/kprobes.c).
+ *
+ * Registration is a transaction: every probe of a batch is resolved, checked
+ * and prepared (slot built) before anything is published or armed, so a
+ * failure leaves code, signal handlers and the memory map as they were.
+ * Removal unpublishes and disarms first, then waits a grace period, then
+ * frees: when unregister_kprobe() returns, no thread runs the probe's
+ * handlers and the caller may free it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "memmap.h"
+#include "symbols.h"
+
+/* This protects the point table, every point's list and flags, and the
+ * knobs.  Never taken on the trap path. */
+pthread_mutex_t ukp_kprobe_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* NOTE: change this value only with 'ukp_kprobe_mutex' held. */
+atomic_int ukp_kprobes_all_disarmed;
+static unsigned long ukp_point_gen;
+
+static void ukp_atfork_prepare(void)
+{
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+}
+
+static void ukp_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+}
+
+static void ukp_atfork_child(void)
+{
+	ukp_text_after_fork();
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+}
+
+/* Lazy initialisation: nothing happens when the library is merely loaded. */
+static int ukp_init_locked(void)
+{
+	static bool done;
+	int err;
+
+	if (done)
+		return 0;
+	err = ukp_text_init();
+	if (err)
+		return err;
+	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
+	done = true;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading code as it was before any probe                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Read code at @addr with every breakpoint of ours replaced by the byte it
+ * covers.  Mutex held (armed states are stable). */
+static int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
+{
+	int err = ukp_text_read(addr, buf, len);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < len; i++) {
+		struct ukp_point *pt = ukp_point_lookup(addr + i);
+
+		if (pt && pt->armed)
+			for (size_t j = 0; j < arch_breakpoint_len() && i + j < len; j++)
+				buf[i + j] = arch_original_byte(pt, j);
+	}
+	return 0;
+}
+
+/*
+ * Is @addr an instruction boundary of its function?  The boundaries of the
+ * last function decoded are cached: batches probe one function at a time.
+ */
+static struct {
+	uintptr_t func;
+	size_t size;
+	uint8_t *is_boundary;
+} ukp_bcache;
+
+static int ukp_check_boundary(const struct ukp_symbol *fn, uintptr_t addr)
+{
+	size_t off = addr - fn->addr;
+
+	if (ukp_bcache.func != fn->addr || ukp_bcache.size != fn->size) {
+		uint8_t *code = malloc(fn->size);
+		uint8_t *map = calloc(fn->size, 1);
+		int err;
+
+		if (!code || !map) {
+			free(code);
+			free(map);
+			return -ENOMEM;
+		}
+		err = ukp_read_original(fn->addr, code, fn->size);
+		if (err) {
+			free(code);
+			free(map);
+			return err;
+		}
+		/* Mark every boundary a linear sweep from the entry finds, as
+		 * the kernel's can_probe() decodes from the symbol's start. */
+		for (size_t o = 0; o < fn->size;) {
+			int len = arch_insn_len(code + o, fn->size - o);
+
+			if (len <= 0)
+				break;
+			map[o] = 1;
+			o += (size_t)len;
+		}
+		free(code);
+		free(ukp_bcache.is_boundary);
+		ukp_bcache.func = fn->addr;
+		ukp_bcache.size = fn->size;
+		ukp_bcache.is_boundary = map;
+	}
+	return ukp_bcache.is_boundary[off] ? 0 : -EILSEQ;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registration                                                              */
+/* ------------------------------------------------------------------------ */
+
+static bool ukp_point_has(struct ukp_point *pt, const struct kprobe *p)
+{
+	for (struct kprobe *q = atomic_load(&pt->probes); q; q = q->ukp_next)
+		if (q == p)
+			return true;
+	return false;
+}
+
+/* The point @p is registered at, or NULL (the kernel's __get_valid_kprobe(),
+ * which never trusts more of the struct than its addr). */
+static struct ukp_point *ukp_valid_point(const struct kprobe *p)
+{
+	struct ukp_point *pt = ukp_point_lookup((uintptr_t)p->addr);
+
+	return pt && ukp_point_has(pt, p) ? pt : NULL;
+}
+
+/* Resolve where @p goes (the kernel's _kprobe_addr()) and check that it may
+ * go there.  Fills *@addr and the symbol for the listing. */
+static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
+		       struct ukp_symbol *fn, bool *have_fn)
+{
+	uintptr_t a;
+	int err;
+
+	if ((p->addr && p->symbol_name) || (!p->addr && !p->symbol_name))
+		return -EINVAL;
+	if (p->symbol_name) {
+		struct ukp_symbol s;
+		uint8_t entry[16];
+
+		err = ukp_symbol_lookup(p->symbol_name, &s);
+		if (err)
+			return err;
+		a = s.addr;
+		/* "Function entry" is the first real instruction (endbr64 is
+		 * skipped, as the kernel does with IBT). */
+		if (!p->offset && !ukp_read_original(a, entry, sizeof(entry)))
+			a += arch_skip_func_entry(entry, sizeof(entry));
+		a += p->offset;
+	} else {
+		a = (uintptr_t)p->addr;
+	}
+
+	if (!ukp_addr_executable(a))
+		return -EINVAL;
+	if (ukp_blacklisted(a))
+		return -EINVAL;
+	{
+		uintptr_t slot;
+
+		if (ukp_slot_info_at(a, &slot))	/* our own slots */
+			return -EINVAL;
+	}
+	*have_fn = !ukp_symbol_containing(a, fn) && fn->size;
+	if (*have_fn) {
+		err = ukp_check_boundary(fn, a);
+		if (err)
+			return err;
+	}
+	*addr = a;
+	return 0;
+}
+
+static struct ukp_point *ukp_point_new(uintptr_t addr, const struct ukp_symbol *fn,
+				       bool have_fn)
+{
+	struct ukp_point *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->addr = addr;
+	pt->gen = ++ukp_point_gen;
+	if (have_fn) {
+		pt->object = fn->object;
+		pt->sym = fn->name;
+		pt->symoff = addr - fn->addr;
+	} else {
+		struct ukp_symbol o;
+
+		if (!ukp_symbol_containing(addr, &o) || o.object) {
+			pt->object = o.object;
+			pt->symoff = addr - o.object_base;
+		}
+	}
+	return pt;
+}
+
+/* Recompute what the trap path reads, then arm or disarm to match.
+ * Returns true if the code changed (cores need serializing). */
+static bool ukp_point_update(struct ukp_point *pt)
+{
+	unsigned int flags = atomic_load(&pt->flags) & UKP_PT_GONE;
+	bool want_armed = false;
+
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
+		if (kprobe_disabled(p))
+			continue;
+		want_armed = true;
+		if (p->post_handler)
+			flags |= UKP_PT_HAS_POST;
+		if (p->fault_handler)
+			flags |= UKP_PT_HAS_FAULT;
+	}
+	atomic_store(&pt->flags, flags);
+	if (atomic_load(&ukp_kprobes_all_disarmed) || (flags & UKP_PT_GONE))
+		want_armed = false;
+	if (want_armed == pt->armed)
+		return false;
+	if (want_armed ? arch_arm_kprobe(pt) : arch_disarm_kprobe(pt)) {
+		pr_warn("cannot %s probe at %#lx\n", want_armed ? "arm" : "disarm",
+			(unsigned long)pt->addr);
+		return false;
+	}
+	pt->armed = want_armed;
+	return true;
+}
+
+/* Append @p to @pt's list; readers see either the old or the new tail. */
+static void ukp_point_link(struct ukp_point *pt, struct kprobe *p)
+{
+	struct kprobe *_Atomic *link = &pt->probes;
+	struct kprobe *q = atomic_load(link);
+
+	p->ukp_next = NULL;
+	p->ukp_point = pt;
+	if (!q) {
+		atomic_store_explicit(link, p, memory_order_release);
+	} else {
+		while (q->ukp_next)
+			q = q->ukp_next;
+		__atomic_store_n(&q->ukp_next, p, __ATOMIC_RELEASE);
+	}
+	pt->nprobes++;
+}
+
+static void ukp_point_unlink(struct ukp_point *pt, struct kprobe *p)
+{
+	struct kprobe *q = atomic_load(&pt->probes);
+
+	if (q == p) {
+		atomic_store_explicit(&pt->probes, p->ukp_next, memory_order_release);
+	} else {
+		while (q && q->ukp_next != p)
+			q = q->ukp_next;
+		if (!q)
+			return;
+		__atomic_store_n(&q->ukp_next, p->ukp_next, __ATOMIC_RELEASE);
+	}
+	/* p->ukp_next stays valid for readers until the grace period. */
+	pt->nprobes--;
+}
+
+/* Per-probe state of a registration transaction. */
+struct ukp_pending {
+	uintptr_t addr;
+	struct ukp_point *pt;	/* existing or new */
+	bool new_pt;		/* created by this transaction */
+};
+
+static void ukp_free_new_points(struct ukp_pending *pd, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!pd[i].new_pt)
+			continue;
+		/* Later entries may share this new point. */
+		for (int j = i + 1; j < n; j++)
+			if (pd[j].pt == pd[i].pt)
+				pd[j].new_pt = false;
+		arch_unprepare_kprobe(pd[i].pt);
+		free(pd[i].pt);
+	}
+}
+
+static int __register_kprobes(struct kprobe **kps, int num)
+{
+	struct ukp_pending *pd;
+	unsigned long mark;
+	bool changed = false;
+	int err = 0, i;
+
+	pd = calloc((size_t)num, sizeof(*pd));
+	if (!pd)
+		return -ENOMEM;
+	ukp_symbols_refresh();
+	ukp_slot_mark(&mark);
+
+	for (i = 0; i < num; i++) {
+		struct kprobe *p = kps[i];
+		struct ukp_symbol fn;
+		bool have_fn = false;
+		uint8_t code[UKP_ARCH_MAX_INSN + 1];
+
+		if (!p) {
+			err = -EINVAL;
+			break;
+		}
+		/* Already registered, or twice in this batch. */
+		if ((p->addr && ukp_valid_point(p))) {
+			err = -EINVAL;
+			break;
+		}
+		for (int j = 0; j < i && !err; j++)
+			if (kps[j] == p)
+				err = -EINVAL;
+		if (err)
+			break;
+		err = ukp_resolve(p, &pd[i].addr, &fn, &have_fn);
+		if (err)
+			break;
+		pd[i].pt = ukp_point_lookup(pd[i].addr);
+		for (int j = 0; j < i && !pd[i].pt; j++)
+			if (pd[j].addr == pd[i].addr)
+				pd[i].pt = pd[j].pt;
+		if (pd[i].pt)
+			continue;
+		pd[i].pt = ukp_point_new(pd[i].addr, &fn, have_fn);
+		if (!pd[i].pt) {
+			err = -ENOMEM;
+			break;
+		}
+		pd[i].new_pt = true;
+		/* Code that ends before UKP_ARCH_MAX_INSN bytes (the last
+		 * instruction of a mapping) is read as far as it goes. */
+		size_t avail = sizeof(code);
+
+		while (avail && ukp_read_original(pd[i].addr, code, avail))
+			avail--;
+		err = avail ? arch_prepare_kprobe(pd[i].pt, code, avail) : -EINVAL;
+		if (err) {
+			free(pd[i].pt);
+			pd[i].new_pt = false;
+			break;
+		}
+	}
+	if (!err)
+		err = ukp_trap_install();
+	if (err) {
+		ukp_free_new_points(pd, i < num ? i : num);
+		ukp_slot_unmap_new_since(mark);
+		free(pd);
+		return err;
+	}
+
+	/* Commit: nothing below fails but arming, which only warns. */
+	for (i = 0; i < num; i++) {
+		struct kprobe *p = kps[i];
+
+		if (pd[i].new_pt) {
+			err = ukp_point_insert(pd[i].pt);
+			if (err) {
+				/* Unpublish what this batch published. */
+				pr_warn("out of memory publishing probes\n");
+				break;
+			}
+		}
+		p->addr = (kprobe_opcode_t *)pd[i].addr;
+		p->flags &= KPROBE_FLAG_DISABLED;
+		p->nmissed = 0;
+		ukp_point_link(pd[i].pt, p);
+	}
+	if (err) {
+		/* Only a table allocation can fail here: take back what was
+		 * linked (nothing is armed yet) and report it. */
+		for (int j = i - 1; j >= 0; j--) {
+			ukp_point_unlink(pd[j].pt, kps[j]);
+			if (!pd[j].pt->nprobes)
+				ukp_point_remove(pd[j].pt);
+		}
+		ukp_synchronize();
+		for (int j = 0; j < i; j++)
+			kps[j]->ukp_point = NULL;
+		ukp_free_new_points(pd, num);
+		ukp_slot_unmap_new_since(mark);
+		free(pd);
+		return err;
+	}
+	for (i = 0; i < num; i++)
+		changed |= ukp_point_update(pd[i].pt);
+	if (changed)
+		ukp_sync_cores();
+	free(pd);
+	return 0;
+}
+
+UKP_API int register_kprobes(struct kprobe **kps, int num)
+{
+	int err;
+
+	if (!kps || num <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	err = ukp_init_locked();
+	if (!err)
+		err = __register_kprobes(kps, num);
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return err;
+}
+
+UKP_API int register_kprobe(struct kprobe *p)
+{
+	return register_kprobes(&p, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Removal                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void __unregister_kprobes(struct kprobe **kps, int num)
+{
+	struct ukp_point **dead = calloc((size_t)num, sizeof(*dead));
+	int ndead = 0;
+	bool changed = false, any = false;
+
+	for (int i = 0; i < num; i++) {
+		struct kprobe *p = kps[i];
+		struct ukp_point *pt;
+
+		if (!p)
+			continue;
+		pt = ukp_valid_point(p);
+		if (!pt) {
+			p->addr = NULL;		/* as the kernel does */
+			continue;
+		}
+		any = true;
+		ukp_point_unlink(pt, p);
+		changed |= ukp_point_update(pt);
+		if (!pt->nprobes) {
+			ukp_point_remove(pt);
+			if (dead)
+				dead[ndead++] = pt;
+		}
+	}
+	if (!any) {
+		free(dead);
+		return;
+	}
+	if (changed)
+		ukp_sync_cores();
+	/* Wait until no thread can be in these probes' handlers or looking
+	 * at these points. */
+	ukp_synchronize();
+	for (int i = 0; i < ndead; i++) {
+		arch_remove_kprobe(dead[i]);
+		free(dead[i]);
+	}
+	ukp_points_reclaim();
+	for (int i = 0; i < num; i++) {
+		if (kps[i] && kps[i]->addr && kps[i]->ukp_point) {
+			kps[i]->ukp_point = NULL;
+			kps[i]->ukp_next = NULL;
+		}
+	}
+	free(dead);
+}
+
+UKP_API void unregister_kprobes(struct kprobe **kps, int num)
+{
+	if (!kps || num <= 0)
+		return;
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	__unregister_kprobes(kps, num);
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+}
+
+UKP_API void unregister_kprobe(struct kprobe *p)
+{
+	unregister_kprobes(&p, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Enable, disable, the global switch                                        */
+/* ------------------------------------------------------------------------ */
+
+static int ukp_set_disabled(struct kprobe *p, bool disable)
+{
+	struct ukp_point *pt;
+	int err = 0;
+
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	pt = ukp_valid_point(p);
+	if (!pt) {
+		err = -EINVAL;
+	} else if (!disable && kprobe_gone(p)) {
+		err = -EINVAL;
+	} else {
+		if (disable)
+			__atomic_fetch_or(&p->flags, KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
+		if (ukp_point_update(pt))
+			ukp_sync_cores();
+	}
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return err;
+}
+
+UKP_API int disable_kprobe(struct kprobe *p)
+{
+	return ukp_set_disabled(p, true);
+}
+
+UKP_API int enable_kprobe(struct kprobe *p)
+{
+	return ukp_set_disabled(p, false);
+}
+
+static void ukp_update_cb(struct ukp_point *pt, void *changed)
+{
+	*(bool *)changed |= ukp_point_update(pt);
+}
+
+UKP_API int ukprobes_set_enabled(int enabled)
+{
+	bool changed = false;
+
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	atomic_store(&ukp_kprobes_all_disarmed, !enabled);
+	ukp_point_foreach(ukp_update_cb, &changed);
+	if (changed)
+		ukp_sync_cores();
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return 0;
+}
+
+UKP_API int ukprobes_enabled(void)
+{
+	return !atomic_load(&ukp_kprobes_all_disarmed);
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/*
+ * signal_chain.c - the program's own handlers for the signals ukprobes
+ * takes (SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGILL).
+ *
+ * Once ukprobes owns a signal, the kernel's disposition is ukprobes' handler
+ * and the program's wish is kept here: sigaction() and signal() are
+ * interposed, so a program that installs or queries a handler later talks to
+ * this table and still gets its signals, chained from ours, with the mask,
+ * SA_SIGINFO, SA_NODEFER and SA_RESETHAND semantics the kernel would apply.
+ *
+ * The table is read on the trap path, lock-free, under a sequence counter.
+ * Writers (sigaction() may be called from a signal handler, so no mutex)
+ * serialize with a spin flag.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* glibc's own implementation, under the name it exports besides sigaction. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+struct ukp_app_sig {
+	atomic_uint seq;	/* odd while being written */
+	atomic_bool owned;	/* the kernel runs ukprobes' handler */
+	struct sigaction act;	/* the program's wish */
+};
+
+static struct ukp_app_sig ukp_app[NSIG];
+static atomic_flag ukp_sig_wlock = ATOMIC_FLAG_INIT;
+
+static void ukp_sig_wlock_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&ukp_sig_wlock, memory_order_acquire))
+		;
+}
+
+static void ukp_sig_wlock_drop(void)
+{
+	atomic_flag_clear_explicit(&ukp_sig_wlock, memory_order_release);
+}
+
+static void ukp_app_write(int sig, const struct sigaction *act)
+{
+	struct ukp_app_sig *a = &ukp_app[sig];
+
+	atomic_fetch_add_explicit(&a->seq, 1, memory_order_acq_rel);
+	a->act = *act;
+	atomic_fetch_add_explicit(&a->seq, 1, memory_order_release);
+}
+
+static void ukp_app_read(int sig, struct sigaction *act)
+{
+	struct ukp_app_sig *a = &ukp_app[sig];
+	unsigned int s1, s2;
+
+	do {
+		s1 = atomic_load_explicit(&a->seq, memory_order_acquire);
+		if (s1 & 1)
+			continue;
+		memcpy(act, (const void *)&a->act, sizeof(*act));
+		atomic_thread_fence(memory_order_acquire);
+		s2 = atomic_load_explicit(&a->seq, memory_order_relaxed);
+	} while ((s1 & 1) || s1 != s2);
+}
+NOKPROBE_SYMBOL(ukp_app_read);
+
+int ukp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return __sigaction(sig, act, old);
+}
+
+int ukp_real_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return pthread_sigmask(how, set, old);
+}
+
+/**
+ * ukp_signal_take() - install @fn for @sig, remembering the program's
+ * current action for chaining.  Returns 0 or a negative errno.
+ */
+int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
+		    const sigset_t *mask)
+{
+	struct sigaction ours, prev;
+	int err = 0;
+
+	memset(&ours, 0, sizeof(ours));
+	ours.sa_sigaction = fn;
+	ours.sa_mask = *mask;
+	/* SA_NODEFER: a breakpoint inside a handler (reentry) or a fault in one
+	 * must reach us; a blocked synchronous signal would kill the process. */
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+
+	ukp_sig_wlock_take();
+	if (!atomic_load(&ukp_app[sig].owned)) {
+		if (__sigaction(sig, &ours, &prev)) {
+			err = -errno;
+		} else {
+			ukp_app_write(sig, &prev);
+			atomic_store(&ukp_app[sig].owned, true);
+		}
+	}
+	ukp_sig_wlock_drop();
+	return err;
+}
+
+/** ukp_signal_give_back() - hand @sig back to the program's action. */
+void ukp_signal_give_back(int sig)
+{
+	struct sigaction act;
+
+	ukp_sig_wlock_take();
+	if (atomic_load(&ukp_app[sig].owned)) {
+		ukp_app_read(sig, &act);
+		__sigaction(sig, &act, NULL);
+		atomic_store(&ukp_app[sig].owned, false);
+	}
+	ukp_sig_wlock_drop();
+}
+
+/*
+ * The signal is not a probe's: deliver it to the program as the kernel would
+ * have.  @uc is the interrupted context, already translated back to original
+ * addresses where a probe was involved.
+ */
+void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
+{
+	struct sigaction act;
+	sigset_t mask, old;
+	bool from_kernel = info->si_code > 0;
+
+	ukp_app_read(sig, &act);
+	if (act.sa_handler == SIG_IGN && !from_kernel)
+		return;
+	if (act.sa_handler == SIG_IGN || act.sa_handler == SIG_DFL) {
+		/*
+		 * The default action (the kernel also turns an ignored
+		 * synchronous fault into it): give the signal back and let it
+		 * happen.  A fault is re-executed and faults again; a trap or
+		 * a sent signal cannot be re-executed and is raised again.
+		 */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		ukp_sig_wlock_take();
+		__sigaction(sig, &dfl, NULL);
+		atomic_store(&ukp_app[sig].owned, false);
+		ukp_sig_wlock_drop();
+		if (sig == SIGTRAP || !from_kernel) {
+			sigemptyset(&mask);
+			sigaddset(&mask, sig);
+			pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+			syscall(SYS_tgkill, getpid(), gettid(), sig);
+		}
+		return;
+	}
+
+	/* The mask the kernel would have set for the program's handler. */
+	mask = uc->uc_sigmask;
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&act.sa_mask, s) == 1)
+			sigaddset(&mask, s);
+	if (!(act.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	if (act.sa_flags & SA_RESETHAND) {
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		ukp_sig_wlock_take();
+		ukp_app_write(sig, &dfl);
+		ukp_sig_wlock_drop();
+	}
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
+	if (act.sa_flags & SA_SIGINFO)
+		act.sa_sigaction(sig, info, uc);
+	else
+		act.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+NOKPROBE_SYMBOL(ukp_chain_signal);
+
+/* ------------------------------------------------------------------------ */
+/* Interposers                                                               */
+/* ------------------------------------------------------------------------ */
+
+UKP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prev;
+	int ret;
+
+	if (sig <= 0 || sig >= NSIG)
+		return __sigaction(sig, act, old);
+	ukp_sig_wlock_take();
+	if (!atomic_load(&ukp_app[sig].owned)) {
+		ret = __sigaction(sig, act, old);
+		ukp_sig_wlock_drop();
+		return ret;
+	}
+	ukp_app_read(sig, &prev);
+	if (act)
+		ukp_app_write(sig, act);
+	ukp_sig_wlock_drop();
+	if (old)
+		*old = prev;
+	return 0;
+}
+
+static sighandler_t ukp_signal_as(int sig, sighandler_t handler, int flags,
+				  bool mask_self)
+{
+	struct sigaction act, old;
+
+	if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	if (mask_self)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = flags;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* BSD semantics, as glibc's signal(). */
+UKP_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	return ukp_signal_as(sig, handler, SA_RESTART, true);
+}
+
+UKP_API sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return ukp_signal_as(sig, handler, SA_RESTART, true);
+}
+
+/* System V semantics: one shot, not masked during the handler. */
+UKP_API sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return ukp_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}

@@ -1,0 +1,52 @@
+# tests/tests.mk - the test suite (Criterion: every test forks, has a
+# timeout, a crash is a failure of that test only).
+#
+#   tests/unit/NAME.c       -> $(B)/tests/unit/NAME       linked with the
+#                              library's objects (may call hidden ukp_*)
+#   tests/scenario/NAME.c   -> $(B)/tests/scenario/NAME   linked with the
+#   tests/realworld/NAME.c  -> $(B)/tests/realworld/NAME  shared library (API only)
+#   tests/support/*.c *.S   -> linked into every test program (targets,
+#                              helpers); NAME.S beside NAME.c is linked too.
+
+TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
+                -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once
+TEST_LIBS    := -lcriterion -lz -lpthread -ldl -lm
+SUPPORT_SRCS := $(wildcard tests/support/*.c) $(wildcard tests/support/*.S)
+SUPPORT_OBJS := $(patsubst %.c,$(B)/%.o,$(patsubst %.S,$(B)/%.o,$(SUPPORT_SRCS)))
+
+UNIT_TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
+SCEN_TESTS   := $(patsubst tests/scenario/%.c,$(B)/tests/scenario/%,$(wildcard tests/scenario/*.c))
+REAL_TESTS   := $(patsubst tests/realworld/%.c,$(B)/tests/realworld/%,$(wildcard tests/realworld/*.c))
+ALL_TESTS    := $(UNIT_TESTS) $(SCEN_TESTS) $(REAL_TESTS)
+
+$(B)/tests/support/%.o: tests/support/%.c $(LIB_HDRS) $(wildcard tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(B)/tests/support/%.o: tests/support/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+# A test's own assembly (NAME.S next to NAME.c), if any.
+test_asm = $(wildcard $(basename $(1)).S)
+
+.SECONDEXPANSION:
+$(B)/tests/unit/%: tests/unit/%.c $$(call test_asm,tests/unit/%.c) $(LIB_OBJS) $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(call test_asm,$<) $(LIB_OBJS) $(SUPPORT_OBJS) $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/scenario/%: tests/scenario/%.c $$(call test_asm,tests/scenario/%.c) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(LINK_UKP) $(TEST_LIBS)
+
+$(B)/tests/realworld/%: tests/realworld/%.c $$(call test_asm,tests/realworld/%.c) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(LINK_UKP) $(TEST_LIBS) -lZydis -lelf
+
+.PHONY: tests check
+tests: lib $(ALL_TESTS)
+
+# TESTS=name1,name2 runs only those programs.
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@bash tests/run.sh $(B) $(TESTS)
