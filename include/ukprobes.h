@@ -198,6 +198,75 @@ static inline int kprobe_optimized(struct kprobe *p)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Return probes (kretprobes)                                                */
+/* ------------------------------------------------------------------------ */
+
+struct kretprobe;
+
+/*
+ * One call in flight.  ret_addr is where the probed function returns to;
+ * fp the address of the stack slot that held it.  data[] holds
+ * kretprobe.data_size bytes, shared by the entry and return handlers.
+ */
+struct kretprobe_instance {
+	struct kretprobe *rp;		/* NULL once the kretprobe is unregistered */
+	kprobe_opcode_t *ret_addr;
+	void *fp;
+	/* Private to ukprobes. */
+	void *ukp_pool;
+	unsigned long ukp_link;
+	unsigned long ukp_flags;
+	char data[] __attribute__((aligned(16)));
+};
+
+typedef int (*kretprobe_handler_t)(struct kretprobe_instance *, struct pt_regs *);
+
+struct kretprobe {
+	struct kprobe kp;		/* the entry probe: set addr or symbol_name */
+	kretprobe_handler_t handler;	/* at return; regs_return_value(regs) */
+	kretprobe_handler_t entry_handler; /* at entry; non-zero: skip this call */
+	int maxactive;			/* <= 0: max(10, 2 * CPUs online) */
+	int nmissed;			/* entries with no free instance */
+	size_t data_size;
+	/* Private to ukprobes. */
+	void *ukp_pool;
+};
+
+static inline struct kretprobe *get_kretprobe(struct kretprobe_instance *ri)
+{
+	return __atomic_load_n(&ri->rp, __ATOMIC_ACQUIRE);
+}
+
+UKP_API int register_kretprobe(struct kretprobe *rp);
+UKP_API void unregister_kretprobe(struct kretprobe *rp);
+UKP_API int register_kretprobes(struct kretprobe **rps, int num);
+UKP_API void unregister_kretprobes(struct kretprobe **rps, int num);
+UKP_API int enable_kretprobe(struct kretprobe *rp);
+UKP_API int disable_kretprobe(struct kretprobe *rp);
+
+/* ------------------------------------------------------------------------ */
+/* Jprobes (the seeds' older API)                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * entry has the probed function's prototype; it runs with the function's
+ * arguments at its entry and must end with jprobe_return(), which resumes
+ * the probed function as if nothing had happened.
+ */
+struct jprobe {
+	struct kprobe kp;
+	void *entry;
+};
+
+UKP_API int register_jprobe(struct jprobe *jp);
+UKP_API void unregister_jprobe(struct jprobe *jp);
+UKP_API int register_jprobes(struct jprobe **jps, int num);
+UKP_API void unregister_jprobes(struct jprobe **jps, int num);
+UKP_API int enable_jprobe(struct jprobe *jp);
+UKP_API int disable_jprobe(struct jprobe *jp);
+UKP_API void jprobe_return(void) __attribute__((noreturn));
+
+/* ------------------------------------------------------------------------ */
 /* Blacklist                                                                 */
 /* ------------------------------------------------------------------------ */
 

@@ -135,6 +135,18 @@ int ukp_real_sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);
 int ukp_real_sigmask(int how, const sigset_t *set, sigset_t *old);
 
+/* Registration with the checks of one probe type (kprobes.c). */
+enum ukp_kind {
+	UKP_KIND_KPROBE,
+	UKP_KIND_KRETPROBE,	/* at a function entry */
+	UKP_KIND_JPROBE,	/* at a function entry, one per function */
+};
+int ukp_register_kprobes_kind(struct kprobe **kps, int num, enum ukp_kind kind);
+
+/* The pre handlers that make a kprobe a kretprobe's or a jprobe's. */
+int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
+int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
+
 /* Count a missed hit on every probe of @pt (trap path). */
 void ukp_inc_nmissed(struct ukp_point *pt);
 

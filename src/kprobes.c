@@ -307,7 +307,27 @@ static void ukp_free_new_points(struct ukp_pending *pd, int n)
 	}
 }
 
-static int __register_kprobes(struct kprobe **kps, int num)
+static bool ukp_is_jprobe(const struct kprobe *p)
+{
+	return p->pre_handler == ukp_jprobe_pre_handler;
+}
+
+/* Return probes and jprobes go at a function's entry (after endbr64). */
+static int ukp_check_func_entry(uintptr_t addr, const struct ukp_symbol *fn,
+				bool have_fn)
+{
+	uint8_t entry[16];
+	uintptr_t first;
+
+	if (!have_fn)
+		return 0;	/* no symbol to tell: trust the caller */
+	first = fn->addr;
+	if (!ukp_read_original(fn->addr, entry, sizeof(entry)))
+		first += arch_skip_func_entry(entry, sizeof(entry));
+	return addr == fn->addr || addr == first ? 0 : -EINVAL;
+}
+
+static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 {
 	struct ukp_pending *pd;
 	unsigned long mark;
@@ -341,12 +361,26 @@ static int __register_kprobes(struct kprobe **kps, int num)
 		if (err)
 			break;
 		err = ukp_resolve(p, &pd[i].addr, &fn, &have_fn);
+		if (!err && kind != UKP_KIND_KPROBE)
+			err = ukp_check_func_entry(pd[i].addr, &fn, have_fn);
 		if (err)
 			break;
 		pd[i].pt = ukp_point_lookup(pd[i].addr);
 		for (int j = 0; j < i && !pd[i].pt; j++)
 			if (pd[j].addr == pd[i].addr)
 				pd[i].pt = pd[j].pt;
+		if (kind == UKP_KIND_JPROBE) {
+			/* One jprobe per function, as in the kernel. */
+			for (struct kprobe *q = pd[i].pt ? atomic_load(&pd[i].pt->probes) : NULL;
+			     q && !err; q = q->ukp_next)
+				if (ukp_is_jprobe(q))
+					err = -EEXIST;
+			for (int j = 0; j < i && !err; j++)
+				if (pd[j].addr == pd[i].addr)
+					err = -EEXIST;
+			if (err)
+				break;
+		}
 		if (pd[i].pt)
 			continue;
 		pd[i].pt = ukp_point_new(pd[i].addr, &fn, have_fn);
@@ -418,7 +452,7 @@ static int __register_kprobes(struct kprobe **kps, int num)
 	return 0;
 }
 
-UKP_API int register_kprobes(struct kprobe **kps, int num)
+int ukp_register_kprobes_kind(struct kprobe **kps, int num, enum ukp_kind kind)
 {
 	int err;
 
@@ -427,9 +461,14 @@ UKP_API int register_kprobes(struct kprobe **kps, int num)
 	pthread_mutex_lock(&ukp_kprobe_mutex);
 	err = ukp_init_locked();
 	if (!err)
-		err = __register_kprobes(kps, num);
+		err = __register_kprobes(kps, num, kind);
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 	return err;
+}
+
+UKP_API int register_kprobes(struct kprobe **kps, int num)
+{
+	return ukp_register_kprobes_kind(kps, num, UKP_KIND_KPROBE);
 }
 
 UKP_API int register_kprobe(struct kprobe *p)

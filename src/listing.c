@@ -20,7 +20,10 @@ static void ukp_list_point(struct ukp_point *pt, void *arg)
 
 	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
 		/* "%px  %s  %s+0x%x  %s" then the state flags, as report_probe() */
-		fprintf(ctx->out, "%016lx  k  ", (unsigned long)pt->addr);
+		char type = p->pre_handler == ukp_kretprobe_pre_handler ? 'r' :
+			    p->pre_handler == ukp_jprobe_pre_handler ? 'j' : 'k';
+
+		fprintf(ctx->out, "%016lx  %c  ", (unsigned long)pt->addr, type);
 		if (pt->sym)
 			fprintf(ctx->out, "%s:%s+0x%lx  ", pt->object ? pt->object : "?",
 				pt->sym, pt->symoff);

@@ -19,21 +19,15 @@
 
 #include "internal.h"
 #include "arch.h"
-
-/* Per-thread kprobe control block (the kernel's struct kprobe_ctlblk). */
-struct ukp_kcb {
-	int depth;			/* >0: a handler runs on this thread */
-	struct kprobe *cur;		/* whose handler runs */
-	sigjmp_buf *recover;		/* where a handled handler fault resumes */
-	/* A single-step in flight, 0 when none. */
-	uintptr_t ss_trap;		/* the breakpoint that ends it */
-	uintptr_t ss_copy;		/* the copy: a fault there is the step's */
-	uintptr_t ss_addr;		/* the probed instruction */
-	unsigned long ss_gen;		/* its point's generation */
-	uint64_t ss_mask;		/* the program's signal mask */
-};
+#include "trap.h"
 
 static __thread struct ukp_kcb ukp_kcb __attribute__((tls_model("initial-exec")));
+
+struct ukp_kcb *ukp_this_kcb(void)
+{
+	return &ukp_kcb;
+}
+NOKPROBE_SYMBOL(ukp_this_kcb);
 
 /* Asynchronous signals, blocked during handlers and steps: all but the
  * synchronous ones (which must reach us) and SIGKILL/SIGSTOP. */
@@ -44,13 +38,13 @@ static uint64_t ukp_sigbit(int sig)
 	return 1ull << (sig - 1);
 }
 
-static void ukp_handler_enter(struct ukp_kcb *kcb)
+void ukp_handler_enter(struct ukp_kcb *kcb)
 {
 	kcb->depth++;
 }
 NOKPROBE_SYMBOL(ukp_handler_enter);
 
-static void ukp_handler_exit(struct ukp_kcb *kcb)
+void ukp_handler_exit(struct ukp_kcb *kcb)
 {
 	kcb->depth--;
 }
@@ -134,13 +128,49 @@ void ukp_inc_nmissed(struct ukp_point *pt)
 }
 NOKPROBE_SYMBOL(ukp_inc_nmissed);
 
+/*
+ * Execute the probed instruction of @pt on @regs (pre handlers done), then
+ * run post handlers now or at the end of a single-step; @uc gets the result.
+ */
+void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
+		      struct pt_regs *regs)
+{
+	uintptr_t step_trap = 0, copy = 0;
+	bool need_post;
+
+	need_post = atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_POST;
+	switch (arch_execute(pt, regs, need_post, &step_trap, &copy)) {
+	case ARCH_EXEC_DONE:
+		if (need_post)
+			ukp_run_post_handlers_kcb(kcb, pt, regs);
+		break;
+	case ARCH_EXEC_BOOST:
+		break;
+	case ARCH_EXEC_STEP:
+		kcb->ss_copy = copy;
+		kcb->ss_addr = pt->addr;
+		kcb->ss_gen = pt->gen;
+		kcb->ss_mask = arch_uc_sigmask(uc);
+		kcb->ss_trap = step_trap;
+		/* Like the kernel's single-step with interrupts off, except
+		 * around a system call, which must stay interruptible (a
+		 * signal handler that hits a probe meanwhile ends this step
+		 * without its post handlers, never wrongly). */
+		if (!arch_step_may_block(pt))
+			arch_uc_set_sigmask(uc, kcb->ss_mask | ukp_async_mask);
+		break;
+	}
+	arch_regs_to_uc(regs, uc);
+}
+NOKPROBE_SYMBOL(ukp_execute_insn);
+
 /* A hit of the breakpoint at @pt. */
 static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 			   ucontext_t *uc, uintptr_t bp)
 {
 	struct pt_regs regs;
 	uintptr_t step_trap = 0, copy = 0;
-	bool need_post;
+	int redirect;
 
 	arch_regs_from_uc(&regs, uc);
 	regs.ip = bp;
@@ -159,28 +189,14 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	 * hit can only come after it, so it is stale. */
 	kcb->ss_trap = 0;
 
-	if (ukp_run_pre_handlers(kcb, pt, &regs)) {
+	kcb->uc = uc;
+	redirect = ukp_run_pre_handlers(kcb, pt, &regs);
+	kcb->uc = NULL;
+	if (redirect) {
 		arch_regs_to_uc(&regs, uc);	/* resume at regs.ip */
 		return;
 	}
-	need_post = atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_POST;
-	switch (arch_execute(pt, &regs, need_post, &step_trap, &copy)) {
-	case ARCH_EXEC_DONE:
-		if (need_post)
-			ukp_run_post_handlers_kcb(kcb, pt, &regs);
-		break;
-	case ARCH_EXEC_BOOST:
-		break;
-	case ARCH_EXEC_STEP:
-		kcb->ss_copy = copy;
-		kcb->ss_addr = pt->addr;
-		kcb->ss_gen = pt->gen;
-		kcb->ss_mask = arch_uc_sigmask(uc);
-		kcb->ss_trap = step_trap;
-		arch_uc_set_sigmask(uc, kcb->ss_mask | ukp_async_mask);
-		break;
-	}
-	arch_regs_to_uc(&regs, uc);
+	ukp_execute_insn(kcb, pt, uc, &regs);
 }
 NOKPROBE_SYMBOL(ukp_kprobe_hit);
 
@@ -233,6 +249,8 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 	idx = ukp_srcu_read_lock();
 	if (kcb->ss_trap && bp == kcb->ss_trap) {
 		ukp_step_complete(kcb, uc);
+	} else if (ukp_jprobe_return_trap(kcb, uc, bp)) {
+		/* jprobe_return(): done */
 	} else if ((pt = ukp_point_lookup(bp))) {
 		ukp_kprobe_hit(kcb, pt, uc, bp);
 	} else if ((si = ukp_slot_info_at(bp, &slot)) &&

@@ -98,6 +98,13 @@ enum arch_exec arch_execute(struct ukp_point *pt, struct pt_regs *regs,
 			    bool need_post, uintptr_t *step_trap, uintptr_t *copy);
 
 /**
+ * arch_step_may_block() - the copy of @pt's instruction may block for long
+ * (a system call).  Asynchronous signals then stay deliverable during the
+ * step, as they would be in the original system call.
+ */
+bool arch_step_may_block(const struct ukp_point *pt);
+
+/**
  * arch_step_done() - after the step's breakpoint trapped: set @regs as if the
  * original instruction at @info->addr had executed in place (trap path).
  */

@@ -369,6 +369,12 @@ enum arch_exec arch_execute(struct ukp_point *pt, struct pt_regs *regs,
 }
 NOKPROBE_SYMBOL(arch_execute);
 
+bool arch_step_may_block(const struct ukp_point *pt)
+{
+	return pt->ainsn.op == X86_OP_SYSCALL;
+}
+NOKPROBE_SYMBOL(arch_step_may_block);
+
 void arch_step_done(const struct ukp_slot_info *info, struct pt_regs *regs)
 {
 	regs->ip = info->addr + info->len;

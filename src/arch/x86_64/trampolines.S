@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trampolines.S - x86-64 code that probes return through.
+ *
+ * ukp_kretprobe_trampoline: a kretprobe's entry handler replaced the
+ * probed function's return address with this.  The function's `ret` lands
+ * here with the return value in %rax/%rdx and %rsp where the caller expects
+ * it.  Plain code, no trap: save every general register into a struct
+ * pt_regs, ask ukp_kretprobe_trampoline_handler() (which runs the return
+ * handlers) for the real return address, restore, and return there.
+ * What lies below %rsp here is the callee's dead frame (a caller keeps no
+ * red-zone data across a call), so using it is safe.
+ *
+ * jprobe_return: the int3 the jprobe break handler recognizes.
+ */
+	.text
+
+#define PT_R15		0
+#define PT_R14		8
+#define PT_R13		16
+#define PT_R12		24
+#define PT_BP		32
+#define PT_BX		40
+#define PT_R11		48
+#define PT_R10		56
+#define PT_R9		64
+#define PT_R8		72
+#define PT_AX		80
+#define PT_CX		88
+#define PT_DX		96
+#define PT_SI		104
+#define PT_DI		112
+#define PT_ORIG_AX	120
+#define PT_IP		128
+#define PT_CS		136
+#define PT_FLAGS	144
+#define PT_SP		152
+#define PT_SS		160
+#define PT_SIZE		168
+
+	.globl	ukp_kretprobe_trampoline
+	.hidden	ukp_kretprobe_trampoline
+	.type	ukp_kretprobe_trampoline, @function
+ukp_kretprobe_trampoline:
+	/* pt_regs, then one slot for the address we return to */
+	leaq	-(PT_SIZE + 8)(%rsp), %rsp
+	movq	%rax, PT_AX(%rsp)
+	pushfq
+	popq	%rax
+	movq	%rax, PT_FLAGS(%rsp)
+	movq	%r15, PT_R15(%rsp)
+	movq	%r14, PT_R14(%rsp)
+	movq	%r13, PT_R13(%rsp)
+	movq	%r12, PT_R12(%rsp)
+	movq	%rbp, PT_BP(%rsp)
+	movq	%rbx, PT_BX(%rsp)
+	movq	%r11, PT_R11(%rsp)
+	movq	%r10, PT_R10(%rsp)
+	movq	%r9, PT_R9(%rsp)
+	movq	%r8, PT_R8(%rsp)
+	movq	%rcx, PT_CX(%rsp)
+	movq	%rdx, PT_DX(%rsp)
+	movq	%rsi, PT_SI(%rsp)
+	movq	%rdi, PT_DI(%rsp)
+	movq	$-1, PT_ORIG_AX(%rsp)
+	movq	$0, PT_IP(%rsp)
+	leaq	(PT_SIZE + 8)(%rsp), %rax
+	movq	%rax, PT_SP(%rsp)
+	xorl	%eax, %eax
+	movw	%cs, %ax
+	movq	%rax, PT_CS(%rsp)
+	movw	%ss, %ax
+	movq	%rax, PT_SS(%rsp)
+
+	movq	%rsp, %rdi
+	movq	%rsp, %rbx		/* callee-saved: our frame */
+	andq	$-16, %rsp		/* the ABI's alignment for the call */
+	call	ukp_kretprobe_trampoline_handler
+	movq	%rbx, %rsp
+	movq	%rax, PT_SIZE(%rsp)	/* where to return */
+
+	pushq	PT_FLAGS(%rsp)
+	popfq
+	movq	PT_R15(%rsp), %r15
+	movq	PT_R14(%rsp), %r14
+	movq	PT_R13(%rsp), %r13
+	movq	PT_R12(%rsp), %r12
+	movq	PT_BP(%rsp), %rbp
+	movq	PT_BX(%rsp), %rbx
+	movq	PT_R11(%rsp), %r11
+	movq	PT_R10(%rsp), %r10
+	movq	PT_R9(%rsp), %r9
+	movq	PT_R8(%rsp), %r8
+	movq	PT_CX(%rsp), %rcx
+	movq	PT_DX(%rsp), %rdx
+	movq	PT_SI(%rsp), %rsi
+	movq	PT_DI(%rsp), %rdi
+	movq	PT_AX(%rsp), %rax
+	leaq	PT_SIZE(%rsp), %rsp
+	ret
+	.size	ukp_kretprobe_trampoline, .-ukp_kretprobe_trampoline
+
+	.globl	jprobe_return
+	.type	jprobe_return, @function
+jprobe_return:
+	int3			/* the jprobe break handler takes it from here */
+	ud2			/* never reached */
+	.size	jprobe_return, .-jprobe_return
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+/*
+ * jprobes.c - jump probes, the seeds' older API (removed from Linux in 4.15,
+ * kept here for code written against it).
+ *
+ * At the probed function's entry the pre handler saves the registers and the
+ * top of the stack and resumes in jp->entry, which therefore sees the
+ * function's arguments.  entry ends with jprobe_return(), an int3 that
+ * brings us back: registers and stack are restored, and the probed
+ * instruction executes as after any probe hit.  While entry runs the
+ * thread counts as inside a handler, so probes it hits are missed (nmissed),
+ * as in the kernel where entry runs with the kprobe still current.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "symbols.h"
+#include "trap.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	struct jprobe *jp = container_of(p, struct jprobe, kp);
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct ukp_point *pt = kprobe_point(p);
+
+	if (kcb->jp_active || !pt)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(kcb->jp_stack); i++)
+		if (arch_safe_read_ulong(regs->sp + i * sizeof(long), &kcb->jp_stack[i]))
+			kcb->jp_stack[i] = 0;
+	kcb->jp_regs = *regs;
+	kcb->jp_addr = pt->addr;
+	kcb->jp_gen = pt->gen;
+	kcb->jp_active = true;
+	/* Stay "inside a handler" until jprobe_return(). */
+	ukp_handler_enter(kcb);
+	regs->ip = (unsigned long)jp->entry;
+	return 1;
+}
+NOKPROBE_SYMBOL(ukp_jprobe_pre_handler);
+
+/* The int3 of jprobe_return(): restore and execute the probed instruction. */
+bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp)
+{
+	struct pt_regs regs;
+	struct ukp_point *pt;
+
+	if (bp != (uintptr_t)jprobe_return || !kcb->jp_active)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(kcb->jp_stack); i++)
+		arch_safe_write_ulong(kcb->jp_regs.sp + i * sizeof(long), kcb->jp_stack[i]);
+	regs = kcb->jp_regs;
+	kcb->jp_active = false;
+	ukp_handler_exit(kcb);
+	pt = ukp_point_lookup(kcb->jp_addr);
+	if (pt && pt->gen == kcb->jp_gen) {
+		ukp_execute_insn(kcb, pt, uc, &regs);
+	} else {
+		/* Unregistered meanwhile: the original byte is back. */
+		regs.ip = kcb->jp_addr;
+		arch_regs_to_uc(&regs, uc);
+	}
+	return true;
+}
+NOKPROBE_SYMBOL(ukp_jprobe_return_trap);
+
+/* ------------------------------------------------------------------------ */
+
+static int ukp_jprobe_prepare(struct jprobe *jp)
+{
+	if (!jp || !jp->entry)
+		return -EINVAL;
+	jp->kp.pre_handler = ukp_jprobe_pre_handler;
+	jp->kp.post_handler = NULL;
+	return 0;
+}
+
+UKP_API int register_jprobes(struct jprobe **jps, int num)
+{
+	struct kprobe **kps;
+	int err = 0;
+
+	if (!jps || num <= 0)
+		return -EINVAL;
+	kps = calloc((size_t)num, sizeof(*kps));
+	if (!kps)
+		return -ENOMEM;
+	for (int i = 0; i < num && !err; i++) {
+		err = ukp_jprobe_prepare(jps[i]);
+		if (!err)
+			kps[i] = &jps[i]->kp;
+	}
+	if (!err)
+		err = ukp_register_kprobes_kind(kps, num, UKP_KIND_JPROBE);
+	free(kps);
+	return err;
+}
+
+UKP_API int register_jprobe(struct jprobe *jp)
+{
+	return register_jprobes(&jp, 1);
+}
+
+UKP_API void unregister_jprobes(struct jprobe **jps, int num)
+{
+	struct kprobe **kps;
+
+	if (!jps || num <= 0)
+		return;
+	kps = calloc((size_t)num, sizeof(*kps));
+	if (!kps) {
+		for (int i = 0; i < num; i++)
+			if (jps[i])
+				unregister_kprobe(&jps[i]->kp);
+		return;
+	}
+	for (int i = 0; i < num; i++)
+		kps[i] = jps[i] ? &jps[i]->kp : NULL;
+	unregister_kprobes(kps, num);
+	free(kps);
+}
+
+UKP_API void unregister_jprobe(struct jprobe *jp)
+{
+	unregister_jprobes(&jp, 1);
+}
+
+UKP_API int enable_jprobe(struct jprobe *jp)
+{
+	return jp ? enable_kprobe(&jp->kp) : -EINVAL;
+}
+
+UKP_API int disable_jprobe(struct jprobe *jp)
+{
+	return jp ? disable_kprobe(&jp->kp) : -EINVAL;
+}

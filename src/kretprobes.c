@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kretprobes.c - return probes.
+ *
+ * A kretprobe is a kprobe at the function's entry whose pre handler takes an
+ * instance from the kretprobe's pool (maxactive of them, allocated at
+ * registration), runs the entry handler, and replaces the return address
+ * with ukp_kretprobe_trampoline.  The function returns into the trampoline,
+ * plain code (no trap), which runs the return handler and goes on to the
+ * real return address.
+ *
+ * Each thread keeps its calls in flight on a stack of its own (TLS), each
+ * entry remembering the stack slot that held the return address:
+ *  - a return matches the entry for its slot; entries above it were skipped
+ *    by longjmp and are reclaimed;
+ *  - a new call on the same stack reclaims entries at or below its own slot
+ *    (frames that cannot be live any more), so a longjmp out of a deep
+ *    recursion gives every instance back at the next call.
+ * An instance therefore never matches the wrong return, and none leaks.
+ *
+ * Unregistering while calls are in flight: those calls still return through
+ * the trampoline to the right place; their instances go back to a pool that
+ * is freed when the last one returns (never on the trap path: the pool is
+ * queued and freed by the next API call).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "symbols.h"
+#include "trap.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define UKP_RET_STACK	256	/* calls in flight per thread */
+
+extern const char ukp_kretprobe_trampoline[];
+
+struct ukp_rp_pool {
+	struct kretprobe *_Atomic rp;	/* NULL once unregistered */
+	atomic_long refs;		/* registration + instances in use */
+	size_t inst_size;
+	unsigned int n;
+	_Atomic uint64_t free_head;	/* index + 1 | ABA tag << 32 */
+	struct ukp_rp_pool *dead_next;
+	char *insts;
+};
+
+/* Pools whose last instance came back after unregistration, freed by the
+ * next API call (the trampoline may run in a signal handler: no free()). */
+static struct ukp_rp_pool *_Atomic ukp_dead_pools;
+
+struct ukp_ret_entry {
+	struct kretprobe_instance *ri;
+	uintptr_t slot;		/* where the return address was */
+	bool altstack;		/* on the thread's signal stack */
+};
+
+static __thread struct {
+	unsigned int depth;
+	struct ukp_ret_entry e[UKP_RET_STACK];
+} ukp_rstack __attribute__((tls_model("initial-exec")));
+
+static struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)
+{
+	return (struct kretprobe_instance *)(pool->insts + (size_t)i * pool->inst_size);
+}
+NOKPROBE_SYMBOL(ukp_inst);
+
+/* Lock-free free list (Treiber stack with an ABA tag). */
+static struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool)
+{
+	uint64_t h = atomic_load_explicit(&pool->free_head, memory_order_acquire), nh;
+	struct kretprobe_instance *ri;
+
+	do {
+		uint32_t idx = (uint32_t)h;
+
+		if (!idx)
+			return NULL;
+		ri = ukp_inst(pool, idx - 1);
+		nh = (__atomic_load_n(&ri->ukp_link, __ATOMIC_RELAXED) & 0xffffffffu) |
+		     (((h >> 32) + 1) << 32);
+	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
+							memory_order_acq_rel,
+							memory_order_acquire));
+	atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
+	return ri;
+}
+NOKPROBE_SYMBOL(ukp_pool_get);
+
+static void ukp_pool_drop(struct ukp_rp_pool *pool)
+{
+	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pool->dead_next = atomic_load(&ukp_dead_pools);
+	while (!atomic_compare_exchange_weak(&ukp_dead_pools, &pool->dead_next, pool))
+		;
+}
+NOKPROBE_SYMBOL(ukp_pool_drop);
+
+static void ukp_pool_put(struct kretprobe_instance *ri)
+{
+	struct ukp_rp_pool *pool = ri->ukp_pool;
+	uint32_t idx = (uint32_t)(((char *)ri - pool->insts) / pool->inst_size) + 1;
+	uint64_t h = atomic_load_explicit(&pool->free_head, memory_order_acquire), nh;
+
+	do {
+		__atomic_store_n(&ri->ukp_link, h & 0xffffffffu, __ATOMIC_RELAXED);
+		nh = idx | (((h >> 32) + 1) << 32);
+	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
+							memory_order_acq_rel,
+							memory_order_acquire));
+	ukp_pool_drop(pool);
+}
+NOKPROBE_SYMBOL(ukp_pool_put);
+
+static void ukp_free_dead_pools(void)
+{
+	struct ukp_rp_pool *p = atomic_exchange(&ukp_dead_pools, NULL);
+
+	while (p) {
+		struct ukp_rp_pool *next = p->dead_next;
+
+		free(p->insts);
+		free(p);
+		p = next;
+	}
+}
+
+/* Is @sp on the signal stack the trap was delivered on? */
+static bool ukp_on_altstack(const ucontext_t *uc, uintptr_t sp)
+{
+	uintptr_t base;
+
+	if (!uc || (uc->uc_stack.ss_flags & SS_DISABLE))
+		return false;
+	base = (uintptr_t)uc->uc_stack.ss_sp;
+	return sp - base < uc->uc_stack.ss_size;
+}
+NOKPROBE_SYMBOL(ukp_on_altstack);
+
+/* The entry probe's pre handler (the kernel's pre_handler_kretprobe). */
+int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
+	struct ukp_rp_pool *pool = rp->ukp_pool;
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct kretprobe_instance *ri;
+	uintptr_t slot = regs->sp;
+	unsigned long ret;
+	bool alt = ukp_on_altstack(kcb->uc, slot);
+
+	/* Frames at or below this call's return slot on the same stack are
+	 * dead (left by longjmp): give their instances back. */
+	while (ukp_rstack.depth) {
+		struct ukp_ret_entry *e = &ukp_rstack.e[ukp_rstack.depth - 1];
+
+		if (e->altstack != alt || e->slot > slot)
+			break;
+		ukp_rstack.depth--;
+		ukp_pool_put(e->ri);
+	}
+	if (ukp_rstack.depth == UKP_RET_STACK || arch_safe_read_ulong(slot, &ret)) {
+		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	ri = ukp_pool_get(pool);
+	if (!ri) {
+		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
+	ri->ret_addr = (kprobe_opcode_t *)ret;
+	ri->fp = (void *)slot;
+	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
+		ukp_pool_put(ri);
+		return 0;
+	}
+	if (arch_safe_write_ulong(slot, (unsigned long)ukp_kretprobe_trampoline)) {
+		ukp_pool_put(ri);
+		return 0;
+	}
+	ukp_rstack.e[ukp_rstack.depth].ri = ri;
+	ukp_rstack.e[ukp_rstack.depth].slot = slot;
+	ukp_rstack.e[ukp_rstack.depth].altstack = alt;
+	ukp_rstack.depth++;
+	return 0;
+}
+NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
+
+/*
+ * Called by the trampoline with the registers at the return.  Runs the
+ * return handler and returns the address to go on at (regs->ip, which is the
+ * real return address unless the handler changed it).
+ */
+unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
+{
+	uintptr_t slot = regs->sp - sizeof(unsigned long);
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct kretprobe_instance *ri;
+	struct kretprobe *rp;
+	unsigned int idx, i = ukp_rstack.depth;
+
+	while (i && ukp_rstack.e[i - 1].slot != slot)
+		i--;
+	if (!i) {
+		static const char msg[] =
+			"ukprobes: kretprobe return address lost; aborting\n";
+
+		write(2, msg, sizeof(msg) - 1);
+		abort();
+	}
+	/* Entries above the match were jumped over by longjmp. */
+	while (ukp_rstack.depth > i)
+		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
+	ri = ukp_rstack.e[--ukp_rstack.depth].ri;
+	regs->ip = (unsigned long)ri->ret_addr;
+
+	idx = ukp_srcu_read_lock();
+	rp = get_kretprobe(ri);
+	if (rp && rp->handler) {
+		if (kcb->depth) {
+			/* Returning inside another probe's handler. */
+			__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+		} else {
+			ukp_handler_enter(kcb);
+			rp->handler(ri, regs);
+			ukp_handler_exit(kcb);
+		}
+	}
+	ukp_srcu_read_unlock(idx);
+	ukp_pool_put(ri);
+	return regs->ip;
+}
+NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);
+
+/* ------------------------------------------------------------------------ */
+/* Registration                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int ukp_default_maxactive(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		cpus = 1;
+	return 2 * cpus > 10 ? (int)(2 * cpus) : 10;
+}
+
+static int ukp_kretprobe_prepare(struct kretprobe *rp)
+{
+	struct ukp_rp_pool *pool;
+	unsigned int n;
+
+	if (!rp)
+		return -EINVAL;
+	if (rp->maxactive <= 0)
+		rp->maxactive = ukp_default_maxactive();
+	n = (unsigned int)rp->maxactive;
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return -ENOMEM;
+	pool->n = n;
+	pool->inst_size = (sizeof(struct kretprobe_instance) + rp->data_size + 15) & ~(size_t)15;
+	if (posix_memalign((void **)&pool->insts, 16, pool->inst_size * n)) {
+		free(pool);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct kretprobe_instance *ri = ukp_inst(pool, i);
+
+		ri->ukp_pool = pool;
+		ri->rp = rp;
+		ri->ukp_link = i + 1 < n ? i + 2 : 0;	/* next free, as index + 1 */
+	}
+	atomic_store(&pool->free_head, n ? 1 : 0);
+	atomic_store(&pool->refs, 1);
+	atomic_store(&pool->rp, rp);
+	rp->ukp_pool = pool;
+	rp->nmissed = 0;
+	rp->kp.pre_handler = ukp_kretprobe_pre_handler;
+	rp->kp.post_handler = NULL;
+	return 0;
+}
+
+static void ukp_kretprobe_unprepare(struct kretprobe *rp)
+{
+	struct ukp_rp_pool *pool = rp->ukp_pool;
+
+	if (!pool)
+		return;
+	free(pool->insts);
+	free(pool);
+	rp->ukp_pool = NULL;
+}
+
+UKP_API int register_kretprobes(struct kretprobe **rps, int num)
+{
+	struct kprobe **kps;
+	int err = 0, i;
+
+	if (!rps || num <= 0)
+		return -EINVAL;
+	ukp_free_dead_pools();
+	kps = calloc((size_t)num, sizeof(*kps));
+	if (!kps)
+		return -ENOMEM;
+	for (i = 0; i < num && !err; i++) {
+		err = rps[i] ? ukp_kretprobe_prepare(rps[i]) : -EINVAL;
+		if (!err)
+			kps[i] = &rps[i]->kp;
+	}
+	if (!err)
+		err = ukp_register_kprobes_kind(kps, num, UKP_KIND_KRETPROBE);
+	if (err) {
+		for (int j = 0; j < (i < num ? i : num); j++)
+			if (rps[j])
+				ukp_kretprobe_unprepare(rps[j]);
+	}
+	free(kps);
+	return err;
+}
+
+UKP_API int register_kretprobe(struct kretprobe *rp)
+{
+	return register_kretprobes(&rp, 1);
+}
+
+UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
+{
+	struct kprobe **kps;
+
+	if (!rps || num <= 0)
+		return;
+	kps = calloc((size_t)num, sizeof(*kps));
+	for (int i = 0; i < num; i++) {
+		if (!rps[i])
+			continue;
+		if (kps)
+			kps[i] = &rps[i]->kp;
+		else
+			unregister_kprobe(&rps[i]->kp);
+	}
+	/* No new entries after this; then no return handler either. */
+	if (kps)
+		unregister_kprobes(kps, num);
+	for (int i = 0; i < num; i++) {
+		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
+
+		if (pool)
+			atomic_store(&pool->rp, NULL);
+	}
+	ukp_synchronize();
+	for (int i = 0; i < num; i++) {
+		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
+
+		if (!pool)
+			continue;
+		/* In-flight instances must not point at the caller's struct. */
+		for (unsigned int k = 0; k < pool->n; k++)
+			__atomic_store_n(&ukp_inst(pool, k)->rp, NULL, __ATOMIC_RELEASE);
+		rps[i]->ukp_pool = NULL;
+		ukp_pool_drop(pool);
+	}
+	free(kps);
+	ukp_free_dead_pools();
+}
+
+UKP_API void unregister_kretprobe(struct kretprobe *rp)
+{
+	unregister_kretprobes(&rp, 1);
+}
+
+UKP_API int enable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? enable_kprobe(&rp->kp) : -EINVAL;
+}
+
+UKP_API int disable_kretprobe(struct kretprobe *rp)
+{
+	return rp ? disable_kprobe(&rp->kp) : -EINVAL;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* trap.h - per-thread probe state, shared by the trap path's files. */
+#ifndef UKP_TRAP_H
+#define UKP_TRAP_H
+
+#include <setjmp.h>
+
+#include "internal.h"
+
+#define UKP_JPROBE_STACK 128	/* bytes of stack a jprobe saves (kernel: 64) */
+
+/* Per-thread kprobe control block (the kernel's struct kprobe_ctlblk). */
+struct ukp_kcb {
+	int depth;			/* >0: a handler runs on this thread */
+	struct kprobe *cur;		/* whose handler runs */
+	sigjmp_buf *recover;		/* where a handled handler fault resumes */
+	const ucontext_t *uc;		/* the trap's context, while handlers run */
+	/* A single-step in flight, 0 when none. */
+	uintptr_t ss_trap;		/* the breakpoint that ends it */
+	uintptr_t ss_copy;		/* the copy: a fault there is the step's */
+	uintptr_t ss_addr;		/* the probed instruction */
+	unsigned long ss_gen;		/* its point's generation */
+	uint64_t ss_mask;		/* the program's signal mask */
+	/* A jprobe entry function running, until jprobe_return(). */
+	bool jp_active;
+	uintptr_t jp_addr;
+	unsigned long jp_gen;
+	struct pt_regs jp_regs;
+	unsigned long jp_stack[UKP_JPROBE_STACK / sizeof(unsigned long)];
+};
+
+struct ukp_kcb *ukp_this_kcb(void);
+void ukp_handler_enter(struct ukp_kcb *kcb);
+void ukp_handler_exit(struct ukp_kcb *kcb);
+
+/* jprobes.c, on the trap path */
+bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp);
+/* trap.c: execute the probed instruction of @pt, then post handlers */
+void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
+		      struct pt_regs *regs);
+
+#endif
