@@ -133,7 +133,10 @@ void ukp_signal_give_back(int sig);
 /* Real sigaction of libc, not our interposer. */
 int ukp_real_sigaction(int sig, const struct sigaction *act,
 		       struct sigaction *old);
-int ukp_real_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* The rt_sigprocmask system call as glibc's sigprocmask() makes it, not
+ * our interposer: async-signal-safe. */
+int ukp_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+void ukp_mask_strip_trap(struct sigaction *act);
 
 /* Registration with the checks of one probe type (kprobes.c). */
 enum ukp_kind {

@@ -73,10 +73,6 @@ int ukp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return __sigaction(sig, act, old);
 }
 
-int ukp_real_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-	return pthread_sigmask(how, set, old);
-}
 
 /**
  * ukp_signal_take() - install @fn for @sig, remembering the program's
@@ -154,7 +150,7 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		if (sig == SIGTRAP || !from_kernel) {
 			sigemptyset(&mask);
 			sigaddset(&mask, sig);
-			pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+			ukp_sys_sigprocmask(SIG_UNBLOCK, &mask, NULL);
 			syscall(SYS_tgkill, getpid(), gettid(), sig);
 		}
 		return;
@@ -167,6 +163,7 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 			sigaddset(&mask, s);
 	if (!(act.sa_flags & SA_NODEFER))
 		sigaddset(&mask, sig);
+	sigdelset(&mask, SIGTRAP);	/* see signal_mask.c */
 	if (act.sa_flags & SA_RESETHAND) {
 		struct sigaction dfl;
 
@@ -176,12 +173,12 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		ukp_app_write(sig, &dfl);
 		ukp_sig_wlock_drop();
 	}
-	pthread_sigmask(SIG_SETMASK, &mask, &old);
+	ukp_sys_sigprocmask(SIG_SETMASK, &mask, &old);
 	if (act.sa_flags & SA_SIGINFO)
 		act.sa_sigaction(sig, info, uc);
 	else
 		act.sa_handler(sig);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);
 }
 NOKPROBE_SYMBOL(ukp_chain_signal);
 
@@ -198,6 +195,15 @@ UKP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 		return __sigaction(sig, act, old);
 	ukp_sig_wlock_take();
 	if (!atomic_load(&ukp_app[sig].owned)) {
+		struct sigaction copy;
+
+		/* A handler must not run with SIGTRAP blocked: a probe it
+		 * hits would kill the process (signal_mask.c). */
+		if (act && sigismember(&act->sa_mask, SIGTRAP) == 1) {
+			copy = *act;
+			ukp_mask_strip_trap(&copy);
+			act = &copy;
+		}
 		ret = __sigaction(sig, act, old);
 		ukp_sig_wlock_drop();
 		return ret;

@@ -300,9 +300,15 @@ NOKPROBE_SYMBOL(ukp_try_fault_handlers);
  * kernel resets regs->ip to the probe address.
  */
 static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
-			   uintptr_t addr, ucontext_t *uc)
+			   uintptr_t addr, siginfo_t *info, ucontext_t *uc)
 {
+	uintptr_t copy = arch_uc_ip(uc);
 	struct pt_regs regs;
+
+	/* SIGFPE, SIGILL (and a fetch fault) report the instruction's own
+	 * address in si_addr: the original's, not the copy's. */
+	if ((uintptr_t)info->si_addr - copy < UKP_ARCH_MAX_INSN)
+		info->si_addr = (void *)(addr + ((uintptr_t)info->si_addr - copy));
 
 	arch_regs_from_uc(&regs, uc);
 	regs.ip = addr;
@@ -351,12 +357,12 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 
 		kcb->ss_trap = 0;
 		arch_uc_set_sigmask(uc, kcb->ss_mask);
-		if (ukp_insn_fault(kcb, pt, addr, uc))
+		if (ukp_insn_fault(kcb, pt, addr, info, uc))
 			goto handled;
 	} else if ((si = ukp_slot_info_at(ip, &slot)) &&
 		   arch_slot_ip_kind(si, slot, ip) == 1) {
 		/* A boosted copy (or an emulation's fall-back copy) faulted. */
-		if (ukp_insn_fault(kcb, ukp_point_lookup(si->addr), si->addr, uc))
+		if (ukp_insn_fault(kcb, ukp_point_lookup(si->addr), si->addr, info, uc))
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);
