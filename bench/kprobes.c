@@ -103,6 +103,8 @@ static void measure_kprobe(const struct bench_row *row, long iters,
 		goto out;
 	if (kprobe_optimized(&kp))
 		bench_note(res, "probe was OPTIMIZED (jump, not the int3 path)");
+	if (kp.flags & KPROBE_FLAG_FTRACE)
+		bench_note(res, "probe was [FTRACE] (patchable entry)");
 	if (armed0 != 0xcc)
 		bench_note(res, "first byte at the probe was 0x%02x, not int3",
 			   armed0);

@@ -4,7 +4,8 @@
 #                        $(DESTDIR)$(MANDIR)/manN/; the one-line ".so" pages
 #                        (unregister_kprobe.3, ...) are installed as they are,
 #                        which man-db and mandoc both follow.
-#   make lint-man        render every page with groff and fail on a warning.
+#   make lint-man        render every page with groff and fail on a warning
+#                        (installs groff-base when it is missing).
 
 INSTALL      ?= install
 MAN_PAGES    := $(sort $(wildcard man/*.[1-8]))
@@ -27,6 +28,7 @@ uninstall-man:
 # groff -ww: all warnings; a page that warns or fails to render fails.  A
 # link page (one ".so manN/page.N" line) must point at a page in man/.
 lint-man:
+	@bash scripts/install-deps.sh groff-base
 	@set -e; n=0; for p in $(MAN_PAGES); do \
 	  n=$$((n + 1)); \
 	  if head -n 1 $$p | grep -q '^\.so '; then \

@@ -174,7 +174,7 @@ static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
 			a += arch_skip_func_entry(entry, sizeof(entry));
 		a += p->offset;
 	} else {
-		a = (uintptr_t)p->addr;
+		a = (uintptr_t)p->addr + p->offset;	/* as _kprobe_addr() */
 	}
 
 	if (!ukp_addr_executable(a))

@@ -135,8 +135,10 @@ static void run_child(const struct bench_row *row, const struct opts *o,
 		}
 		memset(&r, 0, sizeof(r));
 		row->measure(row, row_iters(row, o), &r);
-		if (r.ok && !(r.ns_per_op >= 0 && isfinite(r.ns_per_op)))
-			bench_fail(&r, "bad figure %g", r.ns_per_op);
+		if (r.ok && !(r.ns_per_op >= 0 && isfinite(r.ns_per_op) &&
+			      r.wall_ns_per_op >= 0 && isfinite(r.wall_ns_per_op)))
+			bench_fail(&r, "bad figures %g, %g", r.ns_per_op,
+				   r.wall_ns_per_op);
 		fflush(NULL);
 		write_all(pfd[1], &r, sizeof(r));
 		_exit(0);
@@ -271,18 +273,19 @@ static void row_note(char *buf, size_t size, const struct bench_row *r)
 
 static void print_row(const struct bench_row *r, const struct opts *o)
 {
-	char a[32], b[32], note[BENCH_NOTE_MAX + 64];
+	char a[32], b[32], c[32], note[BENCH_NOTE_MAX + 64];
 
-	printf("%-9s %-9s %3d %9ld ", r->name, r->variant, r->threads,
+	printf("%-9s %-9s %3d %8ld ", r->name, r->variant, r->threads,
 	       row_iters(r, o));
 	if (!row_ok(r, o->runs)) {
-		printf("%10s %10s  n/a (%s)\n", "n/a", "n/a",
+		printf("%9s %9s %9s  n/a (%s)\n", "n/a", "n/a", "n/a",
 		       r->note[0] ? r->note : "not run");
 		return;
 	}
 	row_note(note, sizeof(note), r);
-	printf("%10s %10s  %s\n", fmt_ns(a, sizeof(a), vmin(r->val, r->nval)),
-	       fmt_ns(b, sizeof(b), vmedian(r->val, r->nval)), note);
+	printf("%9s %9s %9s  %s\n", fmt_ns(a, sizeof(a), vmin(r->val, r->nval)),
+	       fmt_ns(b, sizeof(b), vmedian(r->val, r->nval)),
+	       fmt_ns(c, sizeof(c), vmedian(r->wval, r->nval)), note);
 }
 
 static void write_row_json(FILE *f, const struct bench_row *r,
@@ -311,9 +314,16 @@ static void write_row_json(FILE *f, const struct bench_row *r,
 	fprintf(f, ", \"runs\": %d, \"iters\": %ld, \"note\": ",
 		ok ? r->nval : 0, row_iters(r, o));
 	json_str(f, note);
+	fputs(", \"wall_min_ns\": ", f);
+	json_num(f, ok ? vmin(r->wval, r->nval) : 0, ok);
+	fputs(", \"wall_median_ns\": ", f);
+	json_num(f, ok ? vmedian(r->wval, r->nval) : 0, ok);
 	fputs(", \"per_run_ns\": [", f);
 	for (int i = 0; ok && i < r->nval; i++)
 		fprintf(f, "%s%.3f", i ? ", " : "", r->val[i]);
+	fputs("], \"wall_per_run_ns\": [", f);
+	for (int i = 0; ok && i < r->nval; i++)
+		fprintf(f, "%s%.3f", i ? ", " : "", r->wval[i]);
 	fputs("]}\n", f);
 }
 
@@ -474,6 +484,8 @@ int bench_main(int argc, char **argv, const char *prog,
 	for (int i = 0; i < nrows; i++) {
 		rows[i].raw = calloc((size_t)o.runs, sizeof(double));
 		rows[i].val = calloc((size_t)o.runs, sizeof(double));
+		rows[i].wraw = calloc((size_t)o.runs, sizeof(double));
+		rows[i].wval = calloc((size_t)o.runs, sizeof(double));
 		rows[i].nval = 0;
 		rows[i].failed = !selected(&rows[i], o.only);
 		snprintf(rows[i].note, sizeof(rows[i].note), "%s",
@@ -519,8 +531,8 @@ int bench_main(int argc, char **argv, const char *prog,
 				}
 				continue;
 			}
-			row->raw[r] = res.ns_per_op;
-			row->val[r] = res.ns_per_op;
+			row->raw[r] = row->val[r] = res.ns_per_op;
+			row->wraw[r] = row->wval[r] = res.wall_ns_per_op;
 			if (row->over) {
 				struct bench_row *b = find_row(rows, nrows,
 							row->over, row->variant);
@@ -533,6 +545,7 @@ int bench_main(int argc, char **argv, const char *prog,
 					continue;
 				}
 				row->val[r] -= b->raw[r];
+				row->wval[r] -= b->wraw[r];
 			}
 			row->nval++;
 			/* Remarks repeat run to run: keep each once. */
@@ -550,12 +563,13 @@ int bench_main(int argc, char **argv, const char *prog,
 		}
 	}
 
-	printf("\n%s: %d runs, min and median%s\n", prog, o.runs,
-	       o.cpu >= 0 ? "" : ", not pinned");
+	printf("\n%s: %d runs; ns of CPU time of the measuring thread, min and"
+	       " median over the runs\n(wall med: median of wall-clock ns)%s\n",
+	       prog, o.runs, o.cpu >= 0 ? "" : "; not pinned");
 	if (o.cpu >= 0)
 		printf("(children pinned on CPU %d)\n", o.cpu);
-	printf("%-9s %-9s %3s %9s %10s %10s  %s\n", "row", "variant", "thr",
-	       "iters", "min ns", "median ns", "note");
+	printf("%-9s %-9s %3s %8s %9s %9s %9s  %s\n", "row", "variant", "thr",
+	       "iters", "min ns", "median", "wall med", "note");
 	for (int i = 0; i < nrows; i++)
 		print_row(&rows[i], &o);
 
@@ -608,6 +622,8 @@ int bench_main(int argc, char **argv, const char *prog,
 	for (int i = 0; i < nrows; i++) {
 		free(rows[i].raw);
 		free(rows[i].val);
+		free(rows[i].wraw);
+		free(rows[i].wval);
 	}
 	return 0;
 }

@@ -11,9 +11,10 @@
  * JSON fragments that bench/run.sh assembles into bench/results.json.
  *
  * Adding a row: write a measure function (it runs in the child, does its
- * setup, times its loop with bench_now_ns() and fills struct bench_result)
- * and add a line to the program's table.  Adding a program: a new
- * bench/NAME.c calling bench_main(); bench/bench.mk builds and runs it.
+ * setup, times its loop with bench_time_start()/bench_time_stop() and fills
+ * struct bench_result) and add a line to the program's table.  Adding a
+ * program: a new bench/NAME.c calling bench_main(); bench/bench.mk builds
+ * and runs it.
  */
 #ifndef BENCH_HARNESS_H
 #define BENCH_HARNESS_H

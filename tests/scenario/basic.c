@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ukprobes.h>
 #include "scn_util.h"
@@ -323,10 +325,12 @@ Test(basic, several_probes_one_address, .timeout = 30)
 Test(basic, registered_disabled_flag, .timeout = 30)
 {
 	struct kprobe kp = { .symbol_name = "scn_basic_target2", .pre_handler = count_pre,
-			     .post_handler = count_post, .flags = KPROBE_FLAG_DISABLED };
+			     .post_handler = count_post, .flags = KPROBE_FLAG_DISABLED,
+			     .nmissed = 77 };
 
 	cr_assert_eq(register_kprobe(&kp), 0);
 	cr_expect(kprobe_disabled(&kp));
+	cr_expect_eq(kp.nmissed, 0, "registration resets nmissed (kernel), got %lu", kp.nmissed);
 	for (int i = 0; i < 5; i++)
 		target2(i);
 	cr_expect_eq(pre_count, 0, "a probe registered disabled was hit");
@@ -403,8 +407,12 @@ Test(basic, global_switch, .timeout = 30)
 	cr_expect_eq(off(1), 3);
 	cr_expect_eq(pre_count, 0);
 
+	/* switching off twice is harmless */
+	cr_assert_eq(ukprobes_set_enabled(0), 0);
+
 	/* on: a and c are armed again, b is not */
 	cr_assert_eq(ukprobes_set_enabled(1), 0);
+	cr_assert_eq(ukprobes_set_enabled(1), 0);	/* twice: armed once */
 	cr_expect_eq(ukprobes_enabled(), 1);
 	pre_count = post_count = 0;
 	target(1);
@@ -726,4 +734,54 @@ Test(basic, batch_register_and_unregister, .timeout = 30)
 	target2(1);
 	add(1, 2);
 	cr_expect_eq(pre_count, 3);
+}
+
+/* --------------------------------------------------------------------- */
+/* fork: the child inherits the armed probes and their handlers          */
+/* --------------------------------------------------------------------- */
+
+Test(basic, fork_child_hits_probes, .timeout = 30)
+{
+	struct kprobe kp = { .symbol_name = "scn_basic_target", .pre_handler = count_pre,
+			     .post_handler = count_post };
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	target(1);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		long bad = 0;
+		for (int i = 0; i < 100; i++)
+			if (target(i) != 2 * i + 1)
+				bad++;
+		_exit(bad ? 1 : pre_count == 101 && post_count == 101 ? 0 : 2);
+	}
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status), "the child died (signal %d)",
+		  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	if (WIFEXITED(status))
+		cr_expect_eq(WEXITSTATUS(status), 0, "child: %s",
+			     WEXITSTATUS(status) == 1 ? "wrong results" : "wrong hit counts");
+	/* the parent is unaffected */
+	target(1);
+	cr_expect_eq(pre_count, 2);
+	cr_expect_eq(post_count, 2);
+	unregister_kprobe(&kp);
+}
+
+/* addr + offset, as the kernel's _kprobe_addr() */
+Test(basic, addr_plus_offset, .timeout = 30)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_b_add, .offset = 3,
+			     .pre_handler = mid_pre, .post_handler = mid_post };
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_expect_eq((void *)kp.addr, (void *)scn_b_add_1, "addr+3 -> %p, expected %p",
+		     (void *)kp.addr, (void *)scn_b_add_1);
+	long r = add(3, 4);
+	unregister_kprobe(&kp);
+	cr_expect_eq(r, 100);
+	cr_expect_eq(pre_count, 1);
+	cr_expect_eq(regs_errors, 0);
 }

@@ -47,6 +47,7 @@ FUNC(scn_err_black)
 LABEL(scn_err_black_1)
 	add	$1, %rax
 	ret
+LABEL(scn_err_black_end)
 END(scn_err_black)
 
 	.section .note.GNU-stack, "", @progbits

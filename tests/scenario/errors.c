@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ukprobes.h>
@@ -19,7 +20,7 @@ extern char scn_err_ok[], scn_err_ok_movabs[], scn_err_ok_add[];
 extern char scn_err_bad[], scn_err_bad_int3[], scn_err_bad_int80[],
 	scn_err_bad_iret[], scn_err_bad_ljmp[], scn_err_bad_lcall[],
 	scn_err_bad_xbegin[], scn_err_bad_hlt[], scn_err_bad_nop[];
-extern char scn_err_black[], scn_err_black_1[];
+extern char scn_err_black[], scn_err_black_1[], scn_err_black_end[];
 
 NOKPROBE_SYMBOL(scn_err_black);
 
@@ -501,4 +502,65 @@ Test(errors, batch_first_invalid, .timeout = 30)
 	fa(1);
 	cr_expect_eq(hits, 1);
 	unregister_kprobe(&a);
+}
+
+/* --------------------------------------------------------------------- */
+/* Calls on probes that are not registered; empty batches                */
+/* --------------------------------------------------------------------- */
+
+Test(errors, enable_disable_unregistered, .timeout = 30)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_err_target_a, .pre_handler = count_pre };
+
+	cr_expect_eq(enable_kprobe(&kp), -EINVAL, "enable_kprobe on a probe never registered");
+	cr_expect_eq(disable_kprobe(&kp), -EINVAL, "disable_kprobe on a probe never registered");
+	cr_assert_eq(register_kprobe(&kp), 0);
+	unregister_kprobe(&kp);
+	cr_expect_eq(enable_kprobe(&kp), -EINVAL, "enable_kprobe after unregister");
+	cr_expect_eq(disable_kprobe(&kp), -EINVAL, "disable_kprobe after unregister");
+	fa(1);
+	cr_expect_eq(hits, 0);
+	cr_expect_eq(nprobes(), 0);
+}
+
+Test(errors, batch_of_zero, .timeout = 30)
+{
+	struct kprobe a = { .symbol_name = "scn_err_target_a", .pre_handler = count_pre };
+	struct kprobe *kps[] = { &a };
+
+	cr_expect_eq(register_kprobes(kps, 0), -EINVAL);
+	cr_expect_eq(register_kprobes(kps, -1), -EINVAL);
+	cr_expect_eq(nprobes(), 0);
+}
+
+/* --------------------------------------------------------------------- */
+/* The blacklist listing shows NOKPROBE_SYMBOL functions                 */
+/* --------------------------------------------------------------------- */
+
+Test(errors, print_blacklist, .timeout = 30)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int found = 0;
+
+	cr_assert(f);
+	int n = ukprobes_print_blacklist(f);
+	fclose(f);
+	cr_expect_gt(n, 0, "ukprobes_print_blacklist returned %d", n);
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long start, end;
+		char name[256];
+		if (sscanf(line, "%lx-%lx\t%255s", &start, &end, name) != 3) {
+			cr_expect_fail("malformed blacklist line \"%s\"", line);
+			continue;
+		}
+		if (!strcmp(name, "scn_err_black") || strstr(name, ":scn_err_black")) {
+			found++;
+			cr_expect_eq(start, (unsigned long)scn_err_black, "start in \"%s\"", line);
+			cr_expect_eq(end, (unsigned long)scn_err_black_end, "end in \"%s\"", line);
+		}
+	}
+	cr_expect_eq(found, 1, "scn_err_black listed %d times", found);
+	free(buf);
 }

@@ -205,10 +205,12 @@ FUNC(scn_ik_popf)
 LABEL(scn_ik_popf_at)
 	popfq
 LABEL(scn_ik_popf_next)
-	setc	%al
+	setc	%al			/* setcc and pushfq leave the flags */
 	setz	%cl
 	sets	%dl
 	seto	%sil
+	pushfq
+	pop	%r8
 	movzbl	%al, %eax
 	movzbl	%cl, %ecx
 	movzbl	%dl, %edx
@@ -219,11 +221,9 @@ LABEL(scn_ik_popf_next)
 	or	%ecx, %eax
 	or	%edx, %eax
 	or	%esi, %eax
-	pushfq
-	pop	%rcx
-	and	$0xdd5, %rcx
-	shl	$8, %rcx
-	or	%rcx, %rax
+	and	$0xdd5, %r8		/* CF PF AF ZF SF TF DF OF */
+	shl	$8, %r8
+	or	%r8, %rax
 	popfq
 	ret
 END(scn_ik_popf)
@@ -446,6 +446,126 @@ LABEL(scn_ik_leave_at)
 LABEL(scn_ik_leave_next)
 	ret
 END(scn_ik_leave)
+
+
+/* ---- movl $imm32,x(%rip): the immediate follows the displacement --------- */
+FUNC(scn_ik_ripimm)
+	movq	$0, scn_ik_store(%rip)
+LABEL(scn_ik_ripimm_at)
+	movl	$0x55667788, scn_ik_store(%rip)
+LABEL(scn_ik_ripimm_next)
+	mov	scn_ik_store(%rip), %rax
+	add	%rdi, %rax
+	ret
+END(scn_ik_ripimm)
+
+/* ---- cmpb $imm8,x(%rip): rdi == 0 ? (data's low byte == 0x88) : - -------- */
+FUNC(scn_ik_ripcmp)
+	xor	%eax, %eax
+LABEL(scn_ik_ripcmp_at)
+	cmpb	$0x88, scn_ik_data(%rip)
+LABEL(scn_ik_ripcmp_next)
+	sete	%al
+	add	%rdi, %rax
+	ret
+END(scn_ik_ripcmp)
+
+/* ---- lock xadd %rax,x(%rip) ---------------------------------------------- */
+FUNC(scn_ik_xadd)
+	movq	$100, scn_ik_store(%rip)
+	mov	%rdi, %rax
+LABEL(scn_ik_xadd_at)
+	lock xadd %rax, scn_ik_store(%rip)
+LABEL(scn_ik_xadd_next)
+	shl	$16, %rax			/* old value (100) */
+	add	scn_ik_store(%rip), %rax	/* + 100 + rdi */
+	ret
+END(scn_ik_xadd)
+
+/* ---- vmovdqu x(%rip),%ymm1: VEX with a RIP-relative operand --------------- */
+FUNC(scn_ik_vexrip)
+	vpxor	%ymm1, %ymm1, %ymm1
+LABEL(scn_ik_vexrip_at)
+	vmovdqu	scn_ik_ydata(%rip), %ymm1
+LABEL(scn_ik_vexrip_next)
+	vextracti128 $1, %ymm1, %xmm2
+	vpaddd	%xmm2, %xmm1, %xmm1		/* 1+5 2+6 3+7 4+8 */
+	vmovq	%xmm1, %rax
+	vpextrq	$1, %xmm1, %rdx
+	add	%rdx, %rax
+	add	%rdi, %rax
+	vzeroupper
+	ret
+END(scn_ik_vexrip)
+
+/* ---- call to the next instruction, then pop: the PIC idiom --------------- */
+FUNC(scn_ik_callpop)
+LABEL(scn_ik_callpop_at)
+	call	1f
+LABEL(scn_ik_callpop_next)
+LABEL(scn_ik_callpop_target)
+1:	pop	%rax
+	lea	scn_ik_callpop_next(%rip), %rdx
+	sub	%rdx, %rax			/* 0 when the pushed address is right */
+	add	%rdi, %rax
+	ret
+END(scn_ik_callpop)
+
+/* ---- repz ret (f3 c3) and bnd ret (f2 c3) -------------------------------- */
+FUNC(scn_ik_repret)
+	lea	4(%rdi), %rax
+LABEL(scn_ik_repret_at)
+	repz ret
+LABEL(scn_ik_repret_next)
+	ud2
+END(scn_ik_repret)
+
+FUNC(scn_ik_bndret)
+	lea	5(%rdi), %rax
+LABEL(scn_ik_bndret_at)
+	.byte	0xf2, 0xc3			/* bnd ret */
+LABEL(scn_ik_bndret_next)
+	ud2
+END(scn_ik_bndret)
+
+/* ---- notrack jmp *%rax (3e ff e0), as gcc -fcf-protection emits for switch */
+FUNC(scn_ik_notrack)
+	lea	scn_ik_notrack_target(%rip), %rax
+	mov	%rdi, %rcx
+LABEL(scn_ik_notrack_at)
+	notrack jmp *%rax
+LABEL(scn_ik_notrack_next)
+	ud2
+LABEL(scn_ik_notrack_target)
+	lea	8(%rcx), %rax
+	ret
+END(scn_ik_notrack)
+
+/* ---- bnd jmp rel8 (f2 eb) ------------------------------------------------ */
+FUNC(scn_ik_bndjmp)
+	mov	%rdi, %rax
+LABEL(scn_ik_bndjmp_at)
+	bnd jmp	2f
+LABEL(scn_ik_bndjmp_next)
+	mov	$-1, %rax
+	ret
+LABEL(scn_ik_bndjmp_target)
+2:	add	$9, %rax
+	ret
+END(scn_ik_bndjmp)
+
+/* ---- xchg %rax,(%rsp) ---------------------------------------------------- */
+FUNC(scn_ik_xchgsp)
+	push	%rdi
+	mov	$3, %eax
+LABEL(scn_ik_xchgsp_at)
+	xchg	%rax, (%rsp)
+LABEL(scn_ik_xchgsp_next)
+	pop	%rcx				/* 3 */
+	shl	$8, %rax			/* rdi << 8 */
+	add	%rcx, %rax
+	ret
+END(scn_ik_xchgsp)
 
 /* ------------------------------------------------------------------------- */
 	.data

@@ -53,6 +53,16 @@ IK_DECL(rspload);
 IK_DECL(rspstore);
 IK_DECL(redzone);
 IK_DECL(leave);
+IK_DECL(ripimm);
+IK_DECL(ripcmp);
+IK_DECL(xadd);
+IK_DECL(vexrip);
+IK_DECL_T(callpop);
+IK_DECL(repret);
+IK_DECL(bndret);
+IK_DECL_T(notrack);
+IK_DECL_T(bndjmp);
+IK_DECL(xchgsp);
 extern unsigned long scn_ik_data, scn_ik_store;
 extern unsigned char scn_ik_src[], scn_ik_dst[];
 
@@ -79,7 +89,7 @@ struct ik_case {
 static const struct ik_case *cur;
 static volatile unsigned long pre_hits, post_hits, taken_hits, fall_hits;
 static volatile unsigned long bad_pre_ip, bad_post_ip, bad_sp, bad_retaddr;
-static volatile unsigned long last_bad_ip;
+static volatile unsigned long last_bad_ip, tf_seen;
 static unsigned long pre_sp, pre_retaddr;
 static volatile unsigned char clobber[4096];
 
@@ -96,6 +106,8 @@ static int ik_pre(struct kprobe *p, struct pt_regs *regs)
 		bad_pre_ip++;
 		last_bad_ip = regs->ip;
 	}
+	if (regs->flags & 0x100)
+		tf_seen++;
 	pre_sp = regs->sp;
 	pre_retaddr = *(unsigned long *)regs->sp;
 	clobber_vectors();
@@ -105,6 +117,8 @@ static int ik_pre(struct kprobe *p, struct pt_regs *regs)
 static void ik_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
 	post_hits++;
+	if (regs->flags & 0x100)
+		tf_seen++;
 	if (cur->is_ret && regs->ip == pre_retaddr)
 		taken_hits++;
 	else if (cur->target && regs->ip == (unsigned long)cur->target)
@@ -127,6 +141,7 @@ static void reset_counts(void)
 	pre_hits = post_hits = taken_hits = fall_hits = 0;
 	bad_pre_ip = bad_post_ip = bad_sp = bad_retaddr = 0;
 	last_bad_ip = 0;
+	tf_seen = 0;
 }
 
 #define NCALLS 2000
@@ -170,6 +185,8 @@ static void run_path(const struct ik_case *c, long r0, int with_post)
 	cr_expect_eq(bad_pre_ip, 0, "%s (%s): pre_handler saw regs->ip %#lx != p->addr %p (%lu times)",
 		     c->name, path, last_bad_ip, (void *)kp.addr, bad_pre_ip);
 	cr_expect_eq(kp.nmissed, 0, "%s (%s): nmissed %lu", c->name, path, kp.nmissed);
+	cr_expect_eq(tf_seen, 0, "%s (%s): handlers saw TF set in regs->flags %lu times",
+		     c->name, path, tf_seen);
 	if (with_post) {
 		cr_expect_eq(post_hits, per_call * NCALLS, "%s: post hits %lu, expected %lu",
 			     c->name, post_hits, per_call * NCALLS);
@@ -501,4 +518,79 @@ Test(insn_kinds, symbol_plus_offset, .timeout = 30)
 	unregister_kprobe(&kp);
 	cr_expect_eq(pre_hits, 1);
 	cr_expect_eq(fall_hits, 1);
+}
+
+/* --------------------------------------------------------------------- */
+/* More encodings that real code has                                     */
+/* --------------------------------------------------------------------- */
+
+Test(insn_kinds, rip_relative_with_immediate_store, .timeout = 30)
+{
+	/* the immediate after the displacement: a classic fix-up bug */
+	struct ik_case c = PLAIN(ripimm, 1, 0, .has_expect = 1, .expect = 0x55667788 + 1);
+	run_case(&c);
+}
+
+Test(insn_kinds, rip_relative_with_immediate_cmp, .timeout = 30)
+{
+	struct ik_case c = PLAIN(ripcmp, 10, 0, .has_expect = 1, .expect = 11);
+	run_case(&c);
+}
+
+Test(insn_kinds, lock_xadd_rip_relative, .timeout = 30)
+{
+	struct ik_case c = PLAIN(xadd, 5, 0, .has_expect = 1, .expect = (100L << 16) + 105);
+	run_case(&c);
+}
+
+Test(insn_kinds, avx2_vex_rip_relative_load, .timeout = 30)
+{
+	if (!__builtin_cpu_supports("avx2"))
+		cr_skip_test("the CPU has no AVX2");
+	struct ik_case c = PLAIN(vexrip, 1, 0, .has_expect = 1,
+				 .expect = ((6L | 8L << 32) + (10L | 12L << 32)) + 1);
+	run_case(&c);
+}
+
+Test(insn_kinds, call_next_instruction_pop, .timeout = 30)
+{
+	struct ik_case c = { .name = "callpop", .fn = scn_ik_callpop, .at = scn_ik_callpop_at,
+		.next = scn_ik_callpop_next, .target = scn_ik_callpop_target, .check_sp = 1,
+		.sp_delta = -8, .push_ret = 1, .arg = 7, .taken = 1,
+		.has_expect = 1, .expect = 7 };
+	run_case(&c);
+}
+
+Test(insn_kinds, repz_ret, .timeout = 30)
+{
+	struct ik_case c = { .name = "repret", .fn = scn_ik_repret, .at = scn_ik_repret_at,
+		.is_ret = 1, .check_sp = 1, .sp_delta = 8, .arg = 4, .taken = 1,
+		.has_expect = 1, .expect = 8 };
+	run_case(&c);
+}
+
+Test(insn_kinds, bnd_ret, .timeout = 30)
+{
+	struct ik_case c = { .name = "bndret", .fn = scn_ik_bndret, .at = scn_ik_bndret_at,
+		.is_ret = 1, .check_sp = 1, .sp_delta = 8, .arg = 4, .taken = 1,
+		.has_expect = 1, .expect = 9 };
+	run_case(&c);
+}
+
+Test(insn_kinds, notrack_jmp_indirect, .timeout = 30)
+{
+	struct ik_case c = BRANCH(notrack, 2, 1, 10);
+	run_case(&c);
+}
+
+Test(insn_kinds, bnd_jmp_rel8, .timeout = 30)
+{
+	struct ik_case c = BRANCH(bndjmp, 2, 1, 11);
+	run_case(&c);
+}
+
+Test(insn_kinds, xchg_with_stack, .timeout = 30)
+{
+	struct ik_case c = PLAIN(xchgsp, 6, 0, .has_expect = 1, .expect = (6 << 8) + 3);
+	run_case(&c);
 }
