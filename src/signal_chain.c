@@ -85,6 +85,7 @@ int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 	int err = 0;
 
 	memset(&ours, 0, sizeof(ours));
+	memset(&prev, 0, sizeof(prev));
 	ours.sa_sigaction = fn;
 	ours.sa_mask = *mask;
 	/* SA_NODEFER: a breakpoint inside a handler (reentry) or a fault in one

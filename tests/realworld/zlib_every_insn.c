@@ -10,9 +10,21 @@
  *   run A'  after unregister_kprobes: code bytes equal the file's again and
  *           the output is the reference's.
  *
- * B and C must produce the reference's compressed bytes, decompress to the
- * input, and hit each probe the same number of times; in C every pre hit
- * has its post hit, and the post handler sees the ip the instruction left.
+ * The workload compresses ~2.2 MiB of text-like data in nine ways (levels
+ * 0-9; zlib, gzip with a full header, raw; every flush mode; stored,
+ * huffman-only, rle, fixed, filtered; a preset dictionary) in 16 KiB
+ * input / 8 KiB output steps, and inflates each stream back in 2 KiB input
+ * / 4 KiB output steps (so inflate's slow main loop runs at every chunk's
+ * end), checking the output against the input.
+ *
+ * B and C must produce the reference's compressed bytes and hit each probe
+ * the same number of times; the probe on a function's first instruction
+ * hits once per call; no instruction is hit more often than its successors
+ * (nothing skipped); in C every pre hit has its post hit, and the post
+ * handler sees the ip (and return address) the instruction left.  Probes
+ * go in by register_kprobes() batches of 256 and every 16th one by one;
+ * a refusal fails the test unless the instruction cannot be probed at all
+ * (int3, hlt, ud2, ...), and is printed with its disassembly.
  *
  * A second test does the same for crc32_z() and adler32_z() with a small
  * workload of odd lengths and alignments.

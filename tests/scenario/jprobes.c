@@ -385,7 +385,7 @@ static void jprobe_and_kprobe(bool jprobe_first, bool post)
 		     (unsigned long)kp_post_hits);
 	unregister_jprobe(&jp);
 	cr_expect_eq(jt(1), 3);
-	cr_expect_eq(kp_hits, 1001);
+	cr_expect_eq(kp_hits, 1001, "kprobe pre_handler ran %lu times in all", (unsigned long)kp_hits);
 	unregister_kprobe(&kp);
 }
 
