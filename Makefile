@@ -62,7 +62,7 @@ $(B)/%.o: %.S
 
 $(LIB_SO): $(LIB_OBJS) src/ukprobes.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/ukprobes.map \
-	      -Wl,-z,now -Wl,-z,noexecstack $(SANFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
+	      -Wl,-z,now -Wl,-z,noexecstack -Wl,--no-undefined $(SANFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)
 
 $(B)/libukprobes.so: $(LIB_SO)
 	ln -sf $(notdir $(LIB_SO)) $(B)/$(SONAME)

@@ -174,6 +174,13 @@ struct kprobe {
 #define KPROBE_FLAG_DISABLED	2	/* registered but not armed */
 #define KPROBE_FLAG_OPTIMIZED	4	/* jump-optimized (optprobes) */
 #define KPROBE_FLAG_FTRACE	8	/* on a patchable function entry */
+/*
+ * ukprobes extension: the probe's handlers use general registers only
+ * (compiled with -mgeneral-regs-only, calling nothing that uses vector
+ * registers).  A jump-optimized probe whose handlers all say so skips
+ * saving the vector state (xsave), the fast path.  Kept by registration.
+ */
+#define KPROBE_FLAG_GPR_ONLY	16
 
 UKP_API int register_kprobe(struct kprobe *p);
 UKP_API void unregister_kprobe(struct kprobe *p);
@@ -307,6 +314,22 @@ UKP_API int ukprobes_print_blacklist(FILE *out);
  */
 UKP_API int ukprobes_set_enabled(int enabled);
 UKP_API int ukprobes_enabled(void);
+
+/**
+ * ukprobes_set_optimization() - the debug.kprobes_optimization sysctl.
+ * 0 unoptimizes every optimized probe (they go on as breakpoint probes);
+ * 1 (the default) lets the background optimizer optimize them again.
+ */
+UKP_API int ukprobes_set_optimization(int on);
+UKP_API int ukprobes_optimization(void);
+
+/**
+ * ukprobes_wait_optimizer() - wait until the background optimizer has
+ * handled every probe queued so far (the kernel's wait_for_kprobe_optimizer()).
+ * Probes it could not prove safe to patch yet stay queued; returns the
+ * number still waiting.
+ */
+UKP_API int ukprobes_wait_optimizer(void);
 
 /* Logging: like libbpf_set_print().  Returns the previous callback. */
 enum ukprobes_print_level {

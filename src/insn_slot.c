@@ -166,39 +166,68 @@ static struct ukp_slot_page *ukp_slot_page_new(uintptr_t lo, uintptr_t hi,
 	return pg;
 }
 
+/* First index of @n consecutive free slots in @used, or -1. */
+static int ukp_find_free_run(uint64_t used, unsigned int n)
+{
+	uint64_t run = n >= 64 ? ~0ull : (1ull << n) - 1;
+
+	for (unsigned int i = 0; i + n <= SLOTS_PER_PAGE; i++)
+		if (!(used & (run << i)))
+			return (int)i;
+	return -1;
+}
+
 /**
- * ukp_slot_alloc() - a free slot in [@lo, @hi - slot size], near @near.
- * @info: what the slot will copy (kept for the trap path).
- * Returns the slot address, or 0 when none can be had.
+ * ukp_slot_alloc_n() - @n consecutive free slots in [@lo, @hi], near @near.
+ * @info: what the slots hold (kept for the trap path, in every slot).
+ * Returns the first slot's address, or 0 when none can be had.
  */
-uintptr_t ukp_slot_alloc(uintptr_t lo, uintptr_t hi, uintptr_t near,
-			 const struct ukp_slot_info *info)
+uintptr_t ukp_slot_alloc_n(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			   unsigned int n, const struct ukp_slot_info *info)
 {
 	struct ukp_slot_page *pg = NULL;
-	unsigned int n, idx;
+	unsigned int npg;
+	int idx = -1;
 	uintptr_t slot = 0;
 
+	if (!n || n > SLOTS_PER_PAGE)
+		return 0;
 	pthread_mutex_lock(&ukp_slot_mutex);
 	if (ukp_slot_ndirty >= GC_DIRTY_THRESHOLD)
 		ukp_slot_gc();
-	n = atomic_load(&ukp_slot_npages);
-	for (unsigned int i = 0; i < n && !pg; i++) {
+	npg = atomic_load(&ukp_slot_npages);
+	for (unsigned int i = 0; i < npg && !pg; i++) {
 		struct ukp_slot_page *c = atomic_load(&ukp_slot_pages[i]);
 
-		if (c && ~c->used && c->base >= lo &&
-		    c->base + SLOT_PAGE_SIZE <= hi)
+		if (c && c->base >= lo && c->base + SLOT_PAGE_SIZE <= hi &&
+		    (idx = ukp_find_free_run(c->used, n)) >= 0)
 			pg = c;
 	}
-	if (!pg)
+	if (!pg) {
 		pg = ukp_slot_page_new(lo, hi, near);
+		idx = 0;
+	}
 	if (pg) {
-		idx = (unsigned int)__builtin_ctzll(~pg->used);
-		pg->info[idx] = *info;
-		__atomic_store_n(&pg->used, pg->used | (1ull << idx), __ATOMIC_RELEASE);
-		slot = pg->base + idx * UKP_ARCH_SLOT_SIZE;
+		for (unsigned int k = 0; k < n; k++) {
+			pg->info[idx + (int)k] = *info;
+			/* A detour spans slots: each knows how far its start is. */
+			if (info->detour)
+				pg->info[idx + (int)k].detour = (uint8_t)(k + 1);
+		}
+		uint64_t run = n >= 64 ? ~0ull : (1ull << n) - 1;
+
+		__atomic_store_n(&pg->used, pg->used | (run << idx), __ATOMIC_RELEASE);
+		slot = pg->base + (unsigned int)idx * UKP_ARCH_SLOT_SIZE;
 	}
 	pthread_mutex_unlock(&ukp_slot_mutex);
 	return slot;
+}
+
+/** ukp_slot_alloc() - one slot; see ukp_slot_alloc_n(). */
+uintptr_t ukp_slot_alloc(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			 const struct ukp_slot_info *info)
+{
+	return ukp_slot_alloc_n(lo, hi, near, 1, info);
 }
 
 static struct ukp_slot_page *ukp_slot_locate(uintptr_t slot, unsigned int *idx)
@@ -210,32 +239,44 @@ static struct ukp_slot_page *ukp_slot_locate(uintptr_t slot, unsigned int *idx)
 	return pg;
 }
 
-/** ukp_slot_free_unused() - give back a slot that was never armed. */
-void ukp_slot_free_unused(uintptr_t slot)
+/** ukp_slot_free_unused_n() - give back @n slots that were never armed. */
+void ukp_slot_free_unused_n(uintptr_t slot, unsigned int n)
 {
 	unsigned int idx;
 	struct ukp_slot_page *pg;
 
 	pthread_mutex_lock(&ukp_slot_mutex);
 	pg = ukp_slot_locate(slot, &idx);
-	if (pg)
-		__atomic_store_n(&pg->used, pg->used & ~(1ull << idx), __ATOMIC_RELEASE);
+	for (unsigned int k = 0; pg && k < n && idx + k < SLOTS_PER_PAGE; k++)
+		__atomic_store_n(&pg->used, pg->used & ~(1ull << (idx + k)), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ukp_slot_mutex);
 }
 
-/** ukp_slot_release() - a slot that was armed: dirty until proven unused. */
-void ukp_slot_release(uintptr_t slot)
+void ukp_slot_free_unused(uintptr_t slot)
+{
+	ukp_slot_free_unused_n(slot, 1);
+}
+
+/** ukp_slot_release_n() - @n slots that were armed: dirty until proven unused. */
+void ukp_slot_release_n(uintptr_t slot, unsigned int n)
 {
 	unsigned int idx;
 	struct ukp_slot_page *pg;
 
 	pthread_mutex_lock(&ukp_slot_mutex);
 	pg = ukp_slot_locate(slot, &idx);
-	if (pg && !(pg->dirty & (1ull << idx))) {
-		pg->dirty |= 1ull << idx;
-		ukp_slot_ndirty++;
+	for (unsigned int k = 0; pg && k < n && idx + k < SLOTS_PER_PAGE; k++) {
+		if (!(pg->dirty & (1ull << (idx + k)))) {
+			pg->dirty |= 1ull << (idx + k);
+			ukp_slot_ndirty++;
+		}
 	}
 	pthread_mutex_unlock(&ukp_slot_mutex);
+}
+
+void ukp_slot_release(uintptr_t slot)
+{
+	ukp_slot_release_n(slot, 1);
 }
 
 /** ukp_slot_mark() - remember the page sequence, for a rollback. */
@@ -285,115 +326,14 @@ void ukp_slot_unmap_new_since(unsigned long mark)
  * /proc/self/task/TID/schedstat tells.  Threads we cannot prove out keep
  * every dirty slot dirty until the next attempt.
  */
-#include <dirent.h>
-
-static int ukp_read_small(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -1;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return 0;
-}
-
-static bool ukp_ip_in_dirty_slot(uintptr_t ip)
+static bool ukp_ip_in_dirty_slot(uintptr_t ip, void *arg)
 {
 	struct ukp_slot_page *pg = ukp_slot_page_of(ip);
 
+	(void)arg;
 	if (!pg)
 		return false;
 	return pg->dirty & (1ull << ((ip - pg->base) / UKP_ARCH_SLOT_SIZE));
-}
-
-struct ukp_task_probe {
-	int tid;
-	unsigned long long run_ns;
-};
-
-static bool ukp_threads_out_of_dirty_slots(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct ukp_task_probe *running = NULL;
-	size_t nrun = 0, cap = 0;
-	struct dirent *de;
-	char path[64], buf[256];
-	bool ok = true;
-	int self = (int)gettid();
-
-	if (!d)
-		return false;
-	while ((de = readdir(d)) && ok) {
-		int tid = atoi(de->d_name);
-		unsigned long long pc;
-
-		if (tid <= 0 || tid == self)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-		if (ukp_read_small(path, buf, sizeof(buf)))
-			continue;	/* exited */
-		if (strncmp(buf, "running", 7)) {
-			char *last = strrchr(buf, ' ');
-
-			pc = last ? strtoull(last + 1, NULL, 16) : 0;
-			if (ukp_ip_in_dirty_slot((uintptr_t)pc))
-				ok = false;
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-		if (ukp_read_small(path, buf, sizeof(buf)))
-			continue;
-		if (nrun == cap) {
-			struct ukp_task_probe *nr;
-
-			cap = cap ? 2 * cap : 16;
-			nr = realloc(running, cap * sizeof(*nr));
-			if (!nr) {
-				ok = false;
-				break;
-			}
-			running = nr;
-		}
-		running[nrun].tid = tid;
-		running[nrun].run_ns = strtoull(buf, NULL, 10);
-		nrun++;
-	}
-	closedir(d);
-	/* Wait (a little) for every running thread to run again. */
-	for (size_t i = 0; i < nrun && ok; i++) {
-		int waited = 0;
-
-		for (;;) {
-			unsigned long long now;
-
-			snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat",
-				 running[i].tid);
-			if (ukp_read_small(path, buf, sizeof(buf)))
-				break;		/* exited */
-			now = strtoull(buf, NULL, 10);
-			if (now != running[i].run_ns)
-				break;
-			snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
-				 running[i].tid);
-			if (!ukp_read_small(path, buf, sizeof(buf)) &&
-			    strncmp(buf, "running", 7)) {
-				char *last = strrchr(buf, ' ');
-
-				if (!ukp_ip_in_dirty_slot(last ? (uintptr_t)strtoull(last + 1, NULL, 16) : 0))
-					break;
-			}
-			if (++waited > 100) {
-				ok = false;
-				break;
-			}
-			usleep(100);
-		}
-	}
-	free(running);
-	return ok;
 }
 
 /** ukp_slot_gc() - reuse dirty slots when no thread can be inside.  Mutex held. */
@@ -401,7 +341,7 @@ void ukp_slot_gc(void)
 {
 	unsigned int n;
 
-	if (!ukp_slot_ndirty || !ukp_threads_out_of_dirty_slots())
+	if (!ukp_slot_ndirty || !ukp_threads_outside(ukp_ip_in_dirty_slot, NULL, 10000))
 		return;
 	n = atomic_load(&ukp_slot_npages);
 	for (unsigned int i = 0; i < n; i++) {

@@ -51,6 +51,9 @@ struct ukp_point {
 	const char *sym;
 	unsigned long symoff;
 	struct arch_insn ainsn;
+	struct ukp_opt *_Atomic opt;	/* jump optimization, NULL when none */
+	bool opt_queued;		/* in the optimizer's queue */
+	bool opt_refused;		/* its region cannot be optimized */
 	struct ukp_point *next_free;	/* reclaim list */
 };
 
@@ -109,14 +112,23 @@ struct ukp_slot_info {
 	uintptr_t addr;		/* the original instruction */
 	uint8_t len;		/* its length */
 	uint8_t arch_flags;	/* arch's own fix-ups after a step */
+	uint8_t detour;		/* a jump-optimization detour, not a step slot */
 };
 
 uintptr_t ukp_slot_alloc(uintptr_t lo, uintptr_t hi, uintptr_t near,
 			 const struct ukp_slot_info *info);
+uintptr_t ukp_slot_alloc_n(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			   unsigned int n, const struct ukp_slot_info *info);
 void ukp_slot_free_unused(uintptr_t slot);	/* never armed: reuse at once */
+void ukp_slot_free_unused_n(uintptr_t slot, unsigned int n);
 void ukp_slot_release(uintptr_t slot);		/* was armed: dirty */
+void ukp_slot_release_n(uintptr_t slot, unsigned int n);
 const struct ukp_slot_info *ukp_slot_info_at(uintptr_t ip, uintptr_t *slot); /* trap-safe */
 void ukp_slot_gc(void);
+
+/* quiesce.c: no other thread executes where @inside says (not trap-safe). */
+bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
+			 unsigned int max_wait_us);
 void ukp_slot_mark(unsigned long *mark);
 void ukp_slot_unmap_new_since(unsigned long mark);
 
@@ -149,6 +161,20 @@ int ukp_register_kprobes_kind(struct kprobe **kps, int num, enum ukp_kind kind);
 /* The pre handlers that make a kprobe a kretprobe's or a jprobe's. */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
 int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
+
+/* Jump optimization (optprobes.c); ukp_kprobe_mutex held unless noted. */
+struct ukp_opt;
+bool ukp_unoptimize(struct ukp_point *pt);
+void ukp_opt_reclaim(void);
+bool ukp_opt_make_room(uintptr_t addr);
+bool ukp_opt_original_byte(uintptr_t addr, uint8_t *b);
+void ukp_opt_queue_point(struct ukp_point *pt);
+void ukp_opt_forget(struct ukp_point *pt);
+size_t ukp_optimize_pass(unsigned int max_wait_us);
+void ukp_opt_after_fork(void);
+void ukp_opt_env_default(void);
+uintptr_t ukp_opt_resume_ip(struct ukp_point *pt);	/* trap-safe */
+int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
 
 /* Count a missed hit on every probe of @pt (trap path). */
 void ukp_inc_nmissed(struct ukp_point *pt);

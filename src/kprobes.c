@@ -39,6 +39,7 @@ static void ukp_atfork_parent(void)
 static void ukp_atfork_child(void)
 {
 	ukp_text_after_fork();
+	ukp_opt_after_fork();
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 }
 
@@ -54,6 +55,7 @@ static int ukp_init_locked(void)
 	if (err)
 		return err;
 	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
+	ukp_opt_env_default();
 	done = true;
 	return 0;
 }
@@ -64,15 +66,18 @@ static int ukp_init_locked(void)
 
 /* Read code at @addr with every breakpoint of ours replaced by the byte it
  * covers.  Mutex held (armed states are stable). */
-static int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
+int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	int err = ukp_text_read(addr, buf, len);
 
 	if (err)
 		return err;
 	for (size_t i = 0; i < len; i++) {
-		struct ukp_point *pt = ukp_point_lookup(addr + i);
+		struct ukp_point *pt;
 
+		if (ukp_opt_original_byte(addr + i, &buf[i]))
+			continue;	/* under an optimized jump */
+		pt = ukp_point_lookup(addr + i);
 		if (pt && pt->armed)
 			for (size_t j = 0; j < arch_breakpoint_len() && i + j < len; j++)
 				buf[i + j] = arch_original_byte(pt, j);
@@ -226,7 +231,11 @@ static struct ukp_point *ukp_point_new(uintptr_t addr, const struct ukp_symbol *
 static bool ukp_point_update(struct ukp_point *pt)
 {
 	unsigned int flags = atomic_load(&pt->flags) & UKP_PT_GONE;
-	bool want_armed = false;
+	bool want_armed = false, changed;
+
+	/* Whatever changed, the optimization is redone from scratch. */
+	changed = ukp_unoptimize(pt);
+	pt->opt_refused = false;
 
 	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
 		if (kprobe_disabled(p))
@@ -240,15 +249,20 @@ static bool ukp_point_update(struct ukp_point *pt)
 	atomic_store(&pt->flags, flags);
 	if (atomic_load(&ukp_kprobes_all_disarmed) || (flags & UKP_PT_GONE))
 		want_armed = false;
-	if (want_armed == pt->armed)
-		return false;
-	if (want_armed ? arch_arm_kprobe(pt) : arch_disarm_kprobe(pt)) {
-		pr_warn("cannot %s probe at %#lx\n", want_armed ? "arm" : "disarm",
-			(unsigned long)pt->addr);
-		return false;
+	if (want_armed != pt->armed) {
+		if (want_armed ? arch_arm_kprobe(pt) : arch_disarm_kprobe(pt)) {
+			pr_warn("cannot %s probe at %#lx\n", want_armed ? "arm" : "disarm",
+				(unsigned long)pt->addr);
+		} else {
+			pt->armed = want_armed;
+			changed = true;
+		}
 	}
-	pt->armed = want_armed;
-	return true;
+	if (pt->armed)
+		ukp_opt_queue_point(pt);
+	else
+		ukp_opt_forget(pt);
+	return changed;
 }
 
 /* Append @p to @pt's list; readers see either the old or the new tail. */
@@ -424,7 +438,7 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 			}
 		}
 		p->addr = (kprobe_opcode_t *)pd[i].addr;
-		p->flags &= KPROBE_FLAG_DISABLED;
+		p->flags &= KPROBE_FLAG_DISABLED | KPROBE_FLAG_GPR_ONLY;
 		p->nmissed = 0;
 		ukp_point_link(pd[i].pt, p);
 	}
@@ -444,10 +458,15 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 		free(pd);
 		return err;
 	}
+	/* A new probe inside an optimized region takes the jump out first. */
+	for (i = 0; i < num; i++)
+		if (pd[i].new_pt)
+			changed |= ukp_opt_make_room(pd[i].addr);
 	for (i = 0; i < num; i++)
 		changed |= ukp_point_update(pd[i].pt);
 	if (changed)
 		ukp_sync_cores();
+	ukp_opt_reclaim();
 	free(pd);
 	return 0;
 }
@@ -501,6 +520,7 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		ukp_point_unlink(pt, p);
 		changed |= ukp_point_update(pt);
 		if (!pt->nprobes) {
+			ukp_opt_forget(pt);
 			ukp_point_remove(pt);
 			if (dead)
 				dead[ndead++] = pt;
@@ -515,7 +535,18 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 	/* Wait until no thread can be in these probes' handlers or looking
 	 * at these points. */
 	ukp_synchronize();
+	/* Detours (and the threads in them) are done with these points. */
+	ukp_opt_reclaim();
 	for (int i = 0; i < ndead; i++) {
+		/* A neighbour whose region held this probe may optimize now. */
+		for (uintptr_t back = 1; back < 32 && back < dead[i]->addr; back++) {
+			struct ukp_point *q = ukp_point_lookup(dead[i]->addr - back);
+
+			if (q) {
+				q->opt_refused = false;
+				ukp_opt_queue_point(q);
+			}
+		}
 		arch_remove_kprobe(dead[i]);
 		free(dead[i]);
 	}
@@ -567,6 +598,7 @@ static int ukp_set_disabled(struct kprobe *p, bool disable)
 			__atomic_fetch_and(&p->flags, ~KPROBE_FLAG_DISABLED, __ATOMIC_RELAXED);
 		if (ukp_point_update(pt))
 			ukp_sync_cores();
+		ukp_opt_reclaim();
 	}
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 	return err;
@@ -596,6 +628,7 @@ UKP_API int ukprobes_set_enabled(int enabled)
 	ukp_point_foreach(ukp_update_cb, &changed);
 	if (changed)
 		ukp_sync_cores();
+	ukp_opt_reclaim();
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 	return 0;
 }

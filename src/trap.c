@@ -87,8 +87,8 @@ NOKPROBE_SYMBOL(ukp_call_handler);
 /* Pre handlers of every enabled probe at @pt; non-zero when one asks to
  * resume at regs->ip without executing the instruction (as the kernel's
  * aggr_pre_handler stops at the first that returns non-zero). */
-static int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
-				struct pt_regs *regs)
+int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
+			 struct pt_regs *regs)
 {
 	int ret = 0;
 
@@ -135,10 +135,17 @@ NOKPROBE_SYMBOL(ukp_inc_nmissed);
 void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 		      struct pt_regs *regs)
 {
-	uintptr_t step_trap = 0, copy = 0;
+	uintptr_t step_trap = 0, copy = 0, detour;
 	bool need_post;
 
 	need_post = atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_POST;
+	/* Being optimized: the region must not be entered past its first
+	 * byte any more, so the detour's copy runs it. */
+	if (!need_post && (detour = ukp_opt_resume_ip(pt))) {
+		regs->ip = detour;
+		arch_regs_to_uc(regs, uc);
+		return;
+	}
 	switch (arch_execute(pt, regs, need_post, &step_trap, &copy)) {
 	case ARCH_EXEC_DONE:
 		if (need_post)
@@ -180,7 +187,10 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 		 * still execute the instruction (never by a step, which would
 		 * need the post path: boost or emulate). */
 		ukp_inc_nmissed(pt);
-		arch_execute(pt, &regs, false, &step_trap, &copy);
+		if (!(regs.ip = ukp_opt_resume_ip(pt))) {
+			regs.ip = bp;
+			arch_execute(pt, &regs, false, &step_trap, &copy);
+		}
 		arch_regs_to_uc(&regs, uc);
 		return;
 	}
@@ -328,8 +338,8 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 	ucontext_t *uc = ucv;
 	struct ukp_kcb *kcb = &ukp_kcb;
 	int saved_errno = errno;
-	const struct ukp_slot_info *si;
-	uintptr_t ip = arch_uc_ip(uc), slot;
+	const struct ukp_slot_info *si = NULL;
+	uintptr_t ip = arch_uc_ip(uc), slot, orig;
 	unsigned int idx;
 
 	if (arch_fixup_exception(uc))
@@ -363,6 +373,11 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 		   arch_slot_ip_kind(si, slot, ip) == 1) {
 		/* A boosted copy (or an emulation's fall-back copy) faulted. */
 		if (ukp_insn_fault(kcb, ukp_point_lookup(si->addr), si->addr, info, uc))
+			goto handled;
+	} else if (si && arch_opt_translate(si, slot, ip, &orig)) {
+		/* An instruction relocated into a detour faulted. */
+		if (ukp_insn_fault(kcb, orig == si->addr ? ukp_point_lookup(orig) : NULL,
+				   orig, info, uc))
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);

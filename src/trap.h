@@ -30,6 +30,8 @@ struct ukp_kcb {
 };
 
 struct ukp_kcb *ukp_this_kcb(void);
+int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
+			 struct pt_regs *regs);
 void ukp_handler_enter(struct ukp_kcb *kcb);
 void ukp_handler_exit(struct ukp_kcb *kcb);
 

@@ -129,4 +129,49 @@ bool arch_fixup_exception(ucontext_t *uc);
 int arch_safe_read_ulong(uintptr_t addr, unsigned long *val);
 int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
 
+/* ---- jump optimization (optprobes, ukp_kprobe_mutex held) -------------- */
+
+/**
+ * arch_prepare_optimized() - check that the region at pt->addr can be
+ * replaced by a jump (the kernel's can_optimize()) and build its detour.
+ * @code: the ORIGINAL bytes of [@start, @start + @len): the whole function
+ *        containing pt->addr when @whole_function, else only bytes from
+ *        pt->addr (then only a single instruction of jump size qualifies).
+ * @gpr_only: the handlers need no vector state saved.
+ * Returns 0, or -EINVAL when the region may not be optimized (it stays a
+ * breakpoint probe), -ENOMEM.
+ */
+int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
+			   const uint8_t *code, uintptr_t start, size_t len,
+			   bool whole_function, bool gpr_only);
+/** arch_release_optimized() - free the detour of an optimization that
+ *  was never patched in (@used false) or that no thread can be in. */
+void arch_release_optimized(struct arch_optinsn *op, bool used);
+/** Bytes of code the jump covers (a probe inside them conflicts). */
+size_t arch_opt_region_len(const struct arch_optinsn *op);
+/** Where a breakpoint hit on a prepared probe resumes (trap path). */
+uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op);
+/** The detour's memory, for quiescence checks. */
+void arch_opt_detour_range(const struct arch_optinsn *op, uintptr_t *start,
+			   uintptr_t *end);
+/** Our own code a thread runs on the way into a handler from a detour. */
+void arch_opt_entry_range(uintptr_t *start, uintptr_t *end);
+/** The original byte @i of the region (for reading code as it was). */
+uint8_t arch_opt_original_byte(const struct arch_optinsn *op, size_t i);
+
+/* Patch in two stages with ukp_sync_cores() after each (the int3 protocol:
+ * the breakpoint stays in byte 0 until the rest is written). */
+int arch_optimize_stage1(struct ukp_point *pt, struct arch_optinsn *op);
+int arch_optimize_stage2(struct ukp_point *pt, struct arch_optinsn *op);
+int arch_unoptimize_stage1(struct ukp_point *pt, struct arch_optinsn *op);
+int arch_unoptimize_stage2(struct ukp_point *pt, struct arch_optinsn *op);
+
+/**
+ * arch_opt_translate() - @ip is in a detour's relocated copy (slot @slot,
+ * described by @info): the original address of that instruction.
+ * Returns false when @ip is not at a copied instruction.  Trap path.
+ */
+bool arch_opt_translate(const struct ukp_slot_info *info, uintptr_t slot,
+			uintptr_t ip, uintptr_t *orig);
+
 #endif

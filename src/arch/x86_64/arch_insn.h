@@ -55,4 +55,18 @@ struct arch_insn {
 	struct x86_indirect ind;
 };
 
+/* A jump-optimized probe: the detoured region and its detour buffer. */
+#define X86_OPT_MAX_INSN	8
+#define X86_OPT_HEADER		32	/* translation table before the code */
+
+struct arch_optinsn {
+	uintptr_t detour;	/* start of the slots (header, then code) */
+	uint8_t nslots;
+	uint8_t rlen;		/* bytes of the region the jmp replaces */
+	uint8_t ninsn;
+	uint8_t single;		/* one instruction: no thread can be inside */
+	uint8_t ftrace;		/* a patchable function entry's nop */
+	uint8_t orig[32];	/* the region's original bytes */
+};
+
 #endif

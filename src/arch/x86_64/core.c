@@ -141,7 +141,7 @@ int arch_prepare_kprobe(struct ukp_point *pt, const uint8_t *orig, size_t avail)
 	struct x86_analysis a;
 	uint8_t buf[UKP_ARCH_SLOT_SIZE];
 	uintptr_t lo = 0x10000, hi = UINTPTR_MAX, slot;
-	struct ukp_slot_info info;
+	struct ukp_slot_info info = { 0 };
 	int err;
 
 	err = x86_insn_analyze(pt->addr, orig, avail, &a);
@@ -386,6 +386,8 @@ NOKPROBE_SYMBOL(arch_step_done);
 int arch_slot_ip_kind(const struct ukp_slot_info *info, uintptr_t slot,
 		      uintptr_t ip)
 {
+	if (info->detour)
+		return 0;
 	if (ip == slot || ip == slot + UKP_ARCH_STEP_OFFSET)
 		return 1;
 	if (ip == slot + UKP_ARCH_STEP_OFFSET + info->len)

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * opt.c - x86-64 jump optimization (arch/x86/kernel/kprobes/opt.c).
+ *
+ * The region of instructions under a 5-byte "jmp rel32" at the probe is
+ * copied, relocated, into a detour buffer within rel32 reach:
+ *
+ *   header (32 bytes): ninsn, then (offset in region, offset in code) pairs
+ *   code:  lea -0x80(%rsp),%rsp; call *entry(%rip); .quad point;
+ *          lea 0x80(%rsp),%rsp; <relocated region>; jmp <region end>;
+ *          entry: .quad ukp_optprobe_entry[_gpr]
+ *
+ * can_optimize(), as the kernel's: the region lies inside one function; no
+ * jump in the whole function lands inside the region (past its first
+ * byte); the function has no indirect jump (a jump table could land
+ * anywhere); the region holds no call (a return into a freed detour), no
+ * system call, no endbr64 (an indirect branch target) and only
+ * instructions that run unchanged elsewhere.  A single instruction of five
+ * bytes or more needs none of the function checks: no thread can be inside
+ * one instruction (the patchable-entry nop is the common case).
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "insn.h"
+
+#define JMP32_LEN	5
+#define CODE_PROLOGUE	19	/* lea, call *, .quad */
+#define CODE_RESUME	27	/* + lea back: the relocated copy starts here */
+
+extern const char ukp_optprobe_entry[], ukp_optprobe_entry_gpr[];
+extern const char ukp_optprobe_entry_end[];
+
+/* Read by opt_entry.S: how to save the extended state. */
+UKP_HIDDEN unsigned long x86_xsave_size = 512;
+UKP_HIDDEN unsigned long x86_xsave_mask;
+UKP_HIDDEN unsigned int x86_xsave_kind;	/* 0 fxsave, 1 xsave, 2 xsavec */
+
+static void x86_xsave_init(void)
+{
+	static bool done;
+	unsigned int a, b, c, d;
+
+	if (done)
+		return;
+	done = true;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return;		/* fxsave, 512 bytes */
+	{
+		unsigned int lo, hi;
+
+		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+		x86_xsave_mask = ((unsigned long)hi << 32) | lo;
+	}
+	__cpuid_count(0xd, 0, a, b, c, d);
+	x86_xsave_size = b;	/* for the features enabled in XCR0 */
+	x86_xsave_kind = 1;
+	__cpuid_count(0xd, 1, a, b, c, d);
+	if (a & (1u << 1))	/* XSAVEC: compacted, skips unused state */
+		x86_xsave_kind = 2;
+	x86_xsave_size = (x86_xsave_size + 63) & ~63ul;
+}
+
+/* Decode the whole function: no jump into (addr, addr + rlen), no
+ * indirect jump. */
+static int x86_check_function(const uint8_t *code, uintptr_t start, size_t len,
+			      uintptr_t addr, size_t rlen)
+{
+	for (size_t off = 0; off < len;) {
+		struct x86_analysis a;
+		uintptr_t at = start + off;
+		int err = x86_insn_analyze(at, code + off, len - off, &a);
+
+		if (err == -EILSEQ)
+			return -EINVAL;
+		/* int3 padding and the like decode as refused: fine here. */
+		switch (err ? X86_OP_XOL : a.op) {
+		case X86_OP_JMP_IND:
+			return -EINVAL;
+		case X86_OP_JMP_REL:
+		case X86_OP_JCC:
+		case X86_OP_LOOP:
+		case X86_OP_JRCXZ:
+		case X86_OP_CALL_REL:
+			if (a.target > addr && a.target < addr + rlen)
+				return -EINVAL;
+			break;
+		default:
+			break;
+		}
+		off += a.len ? a.len : 1;
+	}
+	return 0;
+}
+
+static int x86_put_rel32_at(uint8_t *p, uintptr_t next, uintptr_t to)
+{
+	int64_t d = (int64_t)(to - next);
+	int32_t d32 = (int32_t)d;
+
+	if (d != d32)
+		return -ERANGE;
+	memcpy(p, &d32, 4);
+	return 0;
+}
+
+/* Relocate one instruction of the region to run at @at; its bytes go to
+ * @out.  Returns the length written or a negative errno. */
+static int x86_relocate(const struct x86_analysis *a, const uint8_t *bytes,
+			uintptr_t at, uint8_t *out)
+{
+	switch (a->op) {
+	case X86_OP_XOL:
+		memcpy(out, bytes, a->len);
+		if (a->riprel_off >= 0 &&
+		    x86_put_rel32_at(out + a->riprel_off, at + a->len, a->riprel_target))
+			return -ERANGE;
+		return a->len;
+	case X86_OP_RET:
+		memcpy(out, bytes, a->len);
+		return a->len;
+	case X86_OP_JMP_REL:
+		out[0] = 0xe9;					/* jmp rel32 */
+		return x86_put_rel32_at(out + 1, at + 5, a->target) ? -ERANGE : 5;
+	case X86_OP_JCC:
+		out[0] = 0x0f;
+		out[1] = (uint8_t)(0x80 | a->cond);		/* jcc rel32 */
+		return x86_put_rel32_at(out + 2, at + 6, a->target) ? -ERANGE : 6;
+	default:
+		return -EINVAL;		/* call, loop, jrcxz, indirect, syscall */
+	}
+}
+
+int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
+			   const uint8_t *code, uintptr_t start, size_t len,
+			   bool whole_function, bool gpr_only)
+{
+	struct x86_analysis an[X86_OPT_MAX_INSN];
+	uint8_t buf[4 * UKP_ARCH_SLOT_SIZE];
+	size_t base = pt->addr - start, rlen = 0;
+	unsigned int n = 0;
+	struct ukp_slot_info info = { 0 };
+	uintptr_t lo = 0x10000, hi = UINTPTR_MAX, det, c;
+	const uintptr_t reach = 0x7fffffffu - 4 * UKP_ARCH_SLOT_SIZE;
+	uintptr_t entry = (uintptr_t)(gpr_only ? ukp_optprobe_entry_gpr : ukp_optprobe_entry);
+	size_t pos;
+	int err;
+
+	x86_xsave_init();
+	memset(op, 0, sizeof(*op));
+	/* The region: whole instructions covering the jump. */
+	while (rlen < JMP32_LEN) {
+		if (n == X86_OPT_MAX_INSN || base + rlen >= len)
+			return -EINVAL;
+		err = x86_insn_analyze(pt->addr + rlen, code + base + rlen,
+				       len - base - rlen, &an[n]);
+		if (err)
+			return -EINVAL;
+		if (x86_is_endbr64(code + base + rlen, len - base - rlen))
+			return -EINVAL;
+		rlen += an[n].len;
+		n++;
+	}
+	if (n > 1 && !whole_function)
+		return -EINVAL;
+	if (n > 1 && x86_check_function(code, start, len, pt->addr, rlen))
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		uintptr_t t = an[i].target;
+
+		/* A jump back to the probed instruction re-enters the probe;
+		 * one to inside the region would land in the jmp's bytes. */
+		if ((an[i].op == X86_OP_JMP_REL || an[i].op == X86_OP_JCC) &&
+		    t > pt->addr && t < pt->addr + rlen)
+			return -EINVAL;
+	}
+
+	/* The detour goes where every rel32 in it reaches. */
+	{
+		uintptr_t pts[2 + X86_OPT_MAX_INSN];
+		unsigned int np = 0;
+
+		pts[np++] = pt->addr;
+		pts[np++] = pt->addr + rlen;
+		for (unsigned int i = 0; i < n; i++) {
+			if (an[i].riprel_off >= 0)
+				pts[np++] = an[i].riprel_target;
+			else if (an[i].op == X86_OP_JMP_REL || an[i].op == X86_OP_JCC)
+				pts[np++] = an[i].target;
+		}
+		for (unsigned int i = 0; i < np; i++) {
+			uintptr_t l = pts[i] > reach ? pts[i] - reach : 0;
+			uintptr_t h = pts[i] < UINTPTR_MAX - reach ? pts[i] + reach : UINTPTR_MAX;
+
+			if (l > lo)
+				lo = l;
+			if (h < hi)
+				hi = h;
+		}
+		if (lo >= hi)
+			return -EINVAL;
+	}
+
+	/* Build it. */
+	memset(buf, 0xcc, sizeof(buf));
+	op->nslots = 2;
+	info.addr = pt->addr;
+	info.len = (uint8_t)rlen;
+	info.detour = 1;
+	det = ukp_slot_alloc_n(lo, hi, pt->addr, 4, &info);
+	if (!det)
+		return -ENOMEM;
+	op->nslots = 4;
+	c = det + X86_OPT_HEADER;
+	pos = X86_OPT_HEADER;
+	buf[pos++] = 0x48; buf[pos++] = 0x8d; buf[pos++] = 0x64;	/* lea -0x80(%rsp),%rsp */
+	buf[pos++] = 0x24; buf[pos++] = 0x80;
+	buf[pos++] = 0xff; buf[pos++] = 0x15;				/* call *entry(%rip) */
+	pos += 4;							/* (filled below) */
+	memcpy(buf + pos, &pt, sizeof(pt));				/* .quad point */
+	pos += 8;
+	buf[pos++] = 0x48; buf[pos++] = 0x8d; buf[pos++] = 0xa4;	/* lea 0x80(%rsp),%rsp */
+	buf[pos++] = 0x24; buf[pos++] = 0x80; buf[pos++] = 0;
+	buf[pos++] = 0; buf[pos++] = 0;
+	buf[0] = (uint8_t)n;
+	for (unsigned int i = 0, off = 0; i < n; i++) {
+		int w;
+
+		buf[1 + 2 * i] = (uint8_t)off;
+		buf[2 + 2 * i] = (uint8_t)(pos - X86_OPT_HEADER);
+		w = x86_relocate(&an[i], code + base + off, det + pos, buf + pos);
+		if (w < 0) {
+			ukp_slot_free_unused_n(det, op->nslots);
+			return -EINVAL;
+		}
+		pos += (size_t)w;
+		off += an[i].len;
+	}
+	buf[pos] = 0xe9;						/* jmp region end */
+	if (x86_put_rel32_at(buf + pos + 1, det + pos + 5, pt->addr + rlen)) {
+		ukp_slot_free_unused_n(det, op->nslots);
+		return -EINVAL;
+	}
+	pos += 5;
+	pos = (pos + 7) & ~(size_t)7;
+	memcpy(buf + pos, &entry, 8);					/* entry: */
+	x86_put_rel32_at(buf + X86_OPT_HEADER + 7, c + 11, det + pos);
+	pos += 8;
+	if (pos > sizeof(buf)) {
+		ukp_slot_free_unused_n(det, op->nslots);
+		return -EINVAL;
+	}
+	err = ukp_text_poke(det, buf, sizeof(buf));
+	if (err) {
+		ukp_slot_free_unused_n(det, op->nslots);
+		return err;
+	}
+	op->detour = det;
+	op->rlen = (uint8_t)rlen;
+	op->ninsn = (uint8_t)n;
+	op->single = n == 1;
+	/* A patchable-entry nop (-fpatchable-function-entry, -mnop-mcount):
+	 * the kernel's [FTRACE] probes. */
+	op->ftrace = n == 1 && pt->addr == start && whole_function &&
+		     an[0].op == X86_OP_XOL && code[base] == 0x0f && code[base + 1] == 0x1f;
+	memcpy(op->orig, code + base, rlen);
+	return 0;
+}
+
+void arch_release_optimized(struct arch_optinsn *op, bool used)
+{
+	if (!op->detour)
+		return;
+	if (used)
+		ukp_slot_release_n(op->detour, op->nslots);
+	else
+		ukp_slot_free_unused_n(op->detour, op->nslots);
+	op->detour = 0;
+}
+
+size_t arch_opt_region_len(const struct arch_optinsn *op)
+{
+	return op->rlen;
+}
+
+uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op)
+{
+	return op->detour + X86_OPT_HEADER + CODE_RESUME;
+}
+NOKPROBE_SYMBOL(arch_opt_resume_ip);
+
+void arch_opt_detour_range(const struct arch_optinsn *op, uintptr_t *start,
+			   uintptr_t *end)
+{
+	*start = op->detour;
+	*end = op->detour + (uintptr_t)op->nslots * UKP_ARCH_SLOT_SIZE;
+}
+
+void arch_opt_entry_range(uintptr_t *start, uintptr_t *end)
+{
+	*start = (uintptr_t)ukp_optprobe_entry_gpr < (uintptr_t)ukp_optprobe_entry ?
+		 (uintptr_t)ukp_optprobe_entry_gpr : (uintptr_t)ukp_optprobe_entry;
+	*end = (uintptr_t)ukp_optprobe_entry_end;
+}
+
+uint8_t arch_opt_original_byte(const struct arch_optinsn *op, size_t i)
+{
+	return op->orig[i];
+}
+
+int arch_optimize_stage1(struct ukp_point *pt, struct arch_optinsn *op)
+{
+	uint8_t rel[4];
+	uintptr_t c = op->detour + X86_OPT_HEADER;
+
+	if (x86_put_rel32_at(rel, pt->addr + JMP32_LEN, c))
+		return -ERANGE;
+	return ukp_text_poke(pt->addr + 1, rel, 4);
+}
+
+int arch_optimize_stage2(struct ukp_point *pt, struct arch_optinsn *op)
+{
+	static const uint8_t jmp = 0xe9;
+
+	return ukp_text_poke(pt->addr, &jmp, 1);
+}
+
+int arch_unoptimize_stage1(struct ukp_point *pt, struct arch_optinsn *op)
+{
+	static const uint8_t int3 = 0xcc;
+
+	return ukp_text_poke(pt->addr, &int3, 1);
+}
+
+int arch_unoptimize_stage2(struct ukp_point *pt, struct arch_optinsn *op)
+{
+	return ukp_text_poke(pt->addr + 1, op->orig + 1, JMP32_LEN - 1);
+}
+
+bool arch_opt_translate(const struct ukp_slot_info *info, uintptr_t slot,
+			uintptr_t ip, uintptr_t *orig)
+{
+	const uint8_t *hdr;
+	uintptr_t det;
+
+	if (!info->detour)
+		return false;
+	det = slot - (uintptr_t)(info->detour - 1) * UKP_ARCH_SLOT_SIZE;
+	hdr = (const uint8_t *)det;
+	for (unsigned int i = 0; i < hdr[0] && i < X86_OPT_MAX_INSN; i++) {
+		if (ip == det + X86_OPT_HEADER + hdr[2 + 2 * i]) {
+			*orig = info->addr + hdr[1 + 2 * i];
+			return true;
+		}
+	}
+	return false;
+}
+NOKPROBE_SYMBOL(arch_opt_translate);

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * opt_entry.S - the common part of every jump-optimized probe's detour
+ * (the kernel's optprobe_template).
+ *
+ * A detour (opt.c) does
+ *	lea	-0x80(%rsp), %rsp	# never touch the program's red zone
+ *	call	*entry(%rip)		# here; pushes the address of ...
+ *	.quad	point			# ... this: the probe point
+ *	lea	0x80(%rsp), %rsp
+ *	<the relocated instructions>
+ *	jmp	<end of the region>
+ *
+ * The entry saves the registers as a breakpoint trap would, into a struct
+ * pt_regs, calls ukp_opt_callback(point, regs), restores them (handlers may
+ * change any general register and the flags) and returns past the .quad.
+ *
+ * ukp_optprobe_entry also saves the extended state (x87/SSE/AVX/AVX-512)
+ * around the call: handlers are C functions, which the ABI lets clobber
+ * every vector register, and libc's string functions do.
+ * ukp_optprobe_entry_gpr skips that, for probes whose handlers all use
+ * general registers only (KPROBE_FLAG_GPR_ONLY).
+ */
+	.text
+
+#define PT_R15		0
+#define PT_SP		152
+#define PT_SIZE		168
+/* Stack above pt_regs at the call: return address, then the red-zone gap. */
+#define ABOVE		(8 + 128)
+
+/* Save the general registers and flags as a struct pt_regs at (%rsp). */
+.macro SAVE_PT_REGS
+	pushq	$0			/* ss */
+	pushq	$0			/* sp, set below */
+	pushfq				/* flags */
+	pushq	$0			/* cs */
+	pushq	$0			/* ip, set by the callback */
+	pushq	$-1			/* orig_ax */
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%rdx
+	pushq	%rcx
+	pushq	%rax
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	pushq	%rbx
+	pushq	%rbp
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	leaq	(PT_SIZE + ABOVE)(%rsp), %rax
+	movq	%rax, PT_SP(%rsp)	/* the program's %rsp at the probe */
+.endm
+
+/* Restore them, and return past the point's .quad. */
+.macro RESTORE_PT_REGS_AND_RETURN
+	addq	$8, PT_SIZE(%rsp)	/* flags are restored below */
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%rbp
+	popq	%rbx
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rax
+	popq	%rcx
+	popq	%rdx
+	popq	%rsi
+	popq	%rdi
+	leaq	24(%rsp), %rsp		/* orig_ax, ip, cs */
+	popfq
+	leaq	16(%rsp), %rsp		/* sp, ss (lea keeps the flags) */
+	ret
+.endm
+
+	.globl	ukp_optprobe_entry_gpr
+	.hidden	ukp_optprobe_entry_gpr
+	.type	ukp_optprobe_entry_gpr, @function
+ukp_optprobe_entry_gpr:
+	SAVE_PT_REGS
+	movq	PT_SIZE(%rsp), %rdi	/* return address: points at the .quad */
+	movq	(%rdi), %rdi		/* the point */
+	movq	%rsp, %rsi		/* regs */
+	movq	%rsp, %rbx
+	andq	$-16, %rsp
+	call	ukp_opt_callback
+	movq	%rbx, %rsp
+	RESTORE_PT_REGS_AND_RETURN
+	.size	ukp_optprobe_entry_gpr, .-ukp_optprobe_entry_gpr
+
+	.globl	ukp_optprobe_entry
+	.hidden	ukp_optprobe_entry
+	.type	ukp_optprobe_entry, @function
+ukp_optprobe_entry:
+	SAVE_PT_REGS
+	movq	%rsp, %rbx
+	/* An xsave area below, 64-byte aligned, its header zeroed (xrstor
+	 * faults on reserved header bits; xsavec writes its own). */
+	subq	x86_xsave_size(%rip), %rsp
+	andq	$-64, %rsp
+	xorl	%eax, %eax
+	movq	%rax, 512(%rsp)
+	movq	%rax, 520(%rsp)
+	movq	%rax, 528(%rsp)
+	movq	%rax, 536(%rsp)
+	movq	%rax, 544(%rsp)
+	movq	%rax, 552(%rsp)
+	movq	%rax, 560(%rsp)
+	movq	%rax, 568(%rsp)
+	movl	x86_xsave_mask(%rip), %eax
+	movl	x86_xsave_mask+4(%rip), %edx
+	cmpl	$2, x86_xsave_kind(%rip)
+	jne	1f
+	xsavec	(%rsp)
+	jmp	3f
+1:	cmpl	$1, x86_xsave_kind(%rip)
+	jne	2f
+	xsave	(%rsp)
+	jmp	3f
+2:	fxsave	(%rsp)
+3:
+	movq	PT_SIZE(%rbx), %rdi
+	movq	(%rdi), %rdi
+	movq	%rbx, %rsi
+	call	ukp_opt_callback
+	movl	x86_xsave_mask(%rip), %eax
+	movl	x86_xsave_mask+4(%rip), %edx
+	cmpl	$0, x86_xsave_kind(%rip)
+	je	4f
+	xrstor	(%rsp)
+	jmp	5f
+4:	fxrstor	(%rsp)
+5:
+	movq	%rbx, %rsp
+	RESTORE_PT_REGS_AND_RETURN
+	.size	ukp_optprobe_entry, .-ukp_optprobe_entry
+
+	.globl	ukp_optprobe_entry_end
+	.hidden	ukp_optprobe_entry_end
+ukp_optprobe_entry_end:
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: MIT
+/*
+ * optprobes.c - jump optimization (kernel/kprobes.c's optimizer).
+ *
+ * A probe is registered as a breakpoint; a background thread later replaces
+ * the instructions under it with a jump to a detour buffer that calls the
+ * pre handlers and runs the relocated instructions: no signal per hit.
+ *
+ * States of a point's optimization (pt->opt):
+ *   none      a breakpoint probe
+ *   PREPARED  detour built; a breakpoint hit resumes in the detour's copy,
+ *             so no thread newly enters the region past its first byte
+ *   OPTIMIZED the jump is in place
+ * Going to OPTIMIZED needs proof that no thread is inside the region (or in
+ * the probe's step slot, which jumps back into it): a grace period for the
+ * trap handlers in flight, then ukp_threads_outside().  A region of one
+ * instruction needs no proof.  Any change to a point (probe added, removed,
+ * enabled, disabled, the switches) unoptimizes it at once and queues it
+ * again.
+ *
+ * The detour path has its own grace period, cheaper than the trap path's
+ * shared counters: each thread owns a record with a nesting count that only
+ * it writes (plain stores, no atomics on the hit path), and a writer reads
+ * them all after membarrier(), the asymmetric fence of liburcu's "memb"
+ * flavour.  The short way into a handler (detour prologue, the common entry,
+ * the callback before it counts itself) is covered by proving no thread
+ * executes there.
+ */
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "arch.h"
+#include "symbols.h"
+#include "trap.h"
+
+enum { UKP_OPT_PREPARED = 1, UKP_OPT_OPTIMIZED = 2 };
+
+struct ukp_opt {
+	struct arch_optinsn aop;
+	atomic_int state;
+	struct ukp_opt *retired_next;
+};
+
+/* NOTE: everything below is protected by ukp_kprobe_mutex. */
+static int ukp_optimization_on = 1;
+static struct ukp_point **ukp_opt_queue;
+static size_t ukp_opt_nqueue, ukp_opt_capqueue;
+static struct ukp_opt *ukp_opt_retired;
+static bool ukp_optimizer_running;
+static pthread_cond_t ukp_opt_cond = PTHREAD_COND_INITIALIZER;
+
+/* ------------------------------------------------------------------------ */
+/* The detour path's grace period                                            */
+/* ------------------------------------------------------------------------ */
+
+#define UKP_QS_MAX 4096
+
+struct ukp_qs_rec {
+	atomic_int tid;			/* owner, 0 when free */
+	volatile int nest;		/* written by the owner only */
+} __attribute__((aligned(64)));
+
+static struct ukp_qs_rec *_Atomic ukp_qs_recs;
+static __thread struct ukp_qs_rec *ukp_qs_mine __attribute__((tls_model("initial-exec")));
+
+/* The way into a handler: a thread there may not have counted itself yet. */
+#define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
+extern const char __start_ukp_opt_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_ukp_opt_text[] __attribute__((weak, visibility("hidden")));
+
+UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
+{
+	struct ukp_qs_rec *recs = atomic_load_explicit(&ukp_qs_recs, memory_order_acquire);
+	int tid = (int)syscall(SYS_gettid);
+
+	if (!recs)
+		return NULL;
+	for (unsigned int i = 0; i < UKP_QS_MAX; i++) {
+		struct ukp_qs_rec *r = &recs[((unsigned int)tid + i) % UKP_QS_MAX];
+		int zero = 0;
+
+		if (atomic_compare_exchange_strong(&r->tid, &zero, tid))
+			return r;
+	}
+	return NULL;	/* full: this thread uses the shared counters */
+}
+
+/**
+ * ukp_opt_callback() - called by a detour (opt_entry.S) with the registers
+ * at the probe: run the pre handlers.  Their return value cannot redirect
+ * execution on an optimized probe (as in the kernel).
+ */
+UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
+{
+	struct ukp_qs_rec *r = ukp_qs_mine;
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	unsigned int idx = 0;
+	int saved_errno;
+
+	if (unlikely(!r))
+		r = ukp_qs_mine = ukp_qs_claim();
+	if (likely(r)) {
+		r->nest++;
+		__asm__ volatile("" ::: "memory");
+	} else {
+		idx = ukp_srcu_read_lock();
+	}
+	saved_errno = errno;
+	regs->ip = pt->addr;
+	if (kcb->depth)
+		ukp_inc_nmissed(pt);
+	else
+		ukp_run_pre_handlers(kcb, pt, regs);
+	errno = saved_errno;
+	if (likely(r)) {
+		__asm__ volatile("" ::: "memory");
+		r->nest--;
+	} else {
+		ukp_srcu_read_unlock(idx);
+	}
+}
+
+struct ukp_ranges {
+	size_t n, cap;
+	uintptr_t (*r)[2];
+};
+
+static void ukp_ranges_add(struct ukp_ranges *rs, uintptr_t start, uintptr_t end)
+{
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? 2 * rs->cap : 16;
+		void *nr = realloc(rs->r, cap * sizeof(*rs->r));
+
+		if (!nr)
+			return;		/* the caller checks rs->n */
+		rs->r = nr;
+		rs->cap = cap;
+	}
+	rs->r[rs->n][0] = start;
+	rs->r[rs->n][1] = end;
+	rs->n++;
+}
+
+static bool ukp_in_ranges(uintptr_t ip, void *arg)
+{
+	struct ukp_ranges *rs = arg;
+
+	for (size_t i = 0; i < rs->n; i++)
+		if (ip >= rs->r[i][0] && ip < rs->r[i][1])
+			return true;
+	return false;
+}
+
+/* Reclaim records of threads that exited. */
+static void ukp_qs_reap(struct ukp_qs_rec *recs)
+{
+	char path[64];
+
+	for (unsigned int i = 0; i < UKP_QS_MAX; i++) {
+		int tid = atomic_load(&recs[i].tid);
+
+		if (!tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+		if (access(path, F_OK) && recs[i].nest == 0)
+			atomic_store(&recs[i].tid, 0);
+	}
+}
+
+/*
+ * Wait until no thread can be in a detour (@rs, plus the common way in)
+ * or in a handler called from one since before the call.
+ */
+static void ukp_opt_synchronize(struct ukp_ranges *rs)
+{
+	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
+	uintptr_t s, e;
+
+	if (recs)
+		ukp_qs_reap(recs);
+	arch_opt_entry_range(&s, &e);
+	ukp_ranges_add(rs, s, e);
+	if (__start_ukp_opt_text)
+		ukp_ranges_add(rs, (uintptr_t)__start_ukp_opt_text,
+			       (uintptr_t)__stop_ukp_opt_text);
+	while (!ukp_threads_outside(ukp_in_ranges, rs, 20000))
+		;
+	/* Every thread's counter stores are visible after this. */
+	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
+		unsigned int spins = 0;
+
+		while (atomic_load(&recs[i].tid) && recs[i].nest) {
+			if (++spins < 64) {
+				sched_yield();
+			} else {
+				struct timespec ts = { 0, 50 * 1000 };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	/* The trap path can resume in a detour too. */
+	ukp_synchronize();
+}
+
+/** ukp_opt_env_default() - UKPROBES_OPTIMIZATION=0 in the environment
+ * starts with the switch off (the sysctl's boot-time value). */
+void ukp_opt_env_default(void)
+{
+	const char *v = getenv("UKPROBES_OPTIMIZATION");
+
+	if (v && *v == '0')
+		ukp_optimization_on = 0;
+}
+
+static int ukp_opt_init(void)
+{
+	static bool done;
+	struct ukp_qs_rec *recs;
+
+	if (done)
+		return 0;
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+		return -ENOSYS;		/* no asymmetric fence: no optimization */
+	if (posix_memalign((void **)&recs, 64, UKP_QS_MAX * sizeof(*recs)))
+		return -ENOMEM;
+	memset(recs, 0, UKP_QS_MAX * sizeof(*recs));
+	atomic_store_explicit(&ukp_qs_recs, recs, memory_order_release);
+	done = true;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Unoptimizing                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ftrace)
+{
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
+		unsigned int f = optimized ? KPROBE_FLAG_OPTIMIZED : 0;
+
+		if (optimized && ftrace)
+			f |= KPROBE_FLAG_FTRACE;
+		__atomic_fetch_and(&p->flags, ~(KPROBE_FLAG_OPTIMIZED | KPROBE_FLAG_FTRACE),
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_or(&p->flags, f, __ATOMIC_RELAXED);
+	}
+}
+
+/**
+ * ukp_unoptimize() - put @pt back to a plain breakpoint probe now.  The
+ * detour is retired: freed by ukp_opt_reclaim() once no thread can use it.
+ * Returns true if code changed.
+ */
+bool ukp_unoptimize(struct ukp_point *pt)
+{
+	struct ukp_opt *op = atomic_load(&pt->opt);
+	bool changed = false;
+
+	if (!op)
+		return false;
+	if (atomic_load(&op->state) == UKP_OPT_OPTIMIZED) {
+		/* int3 back in byte 0 first, then the rest: a thread racing
+		 * through sees a whole jmp or a breakpoint. */
+		arch_unoptimize_stage1(pt, &op->aop);
+		ukp_sync_cores();
+		arch_unoptimize_stage2(pt, &op->aop);
+		changed = true;
+	}
+	atomic_store(&pt->opt, NULL);
+	ukp_point_set_optflags(pt, false, false);
+	op->retired_next = ukp_opt_retired;
+	ukp_opt_retired = op;
+	return changed;
+}
+
+/** ukp_opt_reclaim() - free retired detours that no thread can be in. */
+void ukp_opt_reclaim(void)
+{
+	struct ukp_ranges rs = { 0 };
+	struct ukp_opt *list = ukp_opt_retired;
+
+	if (!list)
+		return;
+	ukp_opt_retired = NULL;
+	ukp_sync_cores();
+	for (struct ukp_opt *op = list; op; op = op->retired_next) {
+		uintptr_t s, e;
+
+		arch_opt_detour_range(&op->aop, &s, &e);
+		ukp_ranges_add(&rs, s, e);
+	}
+	ukp_opt_synchronize(&rs);
+	free(rs.r);
+	while (list) {
+		struct ukp_opt *next = list->retired_next;
+
+		arch_release_optimized(&list->aop, true);
+		free(list);
+		list = next;
+	}
+}
+
+/** ukp_opt_covering() - an optimized or prepared point whose region covers
+ * @addr (other than one at @addr). */
+static struct ukp_point *ukp_opt_covering(uintptr_t addr)
+{
+	for (uintptr_t back = 1; back < 32 && back < addr; back++) {
+		struct ukp_point *q = ukp_point_lookup(addr - back);
+		struct ukp_opt *op = q ? atomic_load(&q->opt) : NULL;
+
+		if (op && addr < q->addr + arch_opt_region_len(&op->aop))
+			return q;
+	}
+	return NULL;
+}
+
+/** ukp_opt_make_room() - before a probe goes at @addr: unoptimize a point
+ * whose region covers it.  Returns true if code changed. */
+bool ukp_opt_make_room(uintptr_t addr)
+{
+	struct ukp_point *q = ukp_opt_covering(addr);
+
+	return q ? ukp_unoptimize(q) : false;
+}
+
+/** ukp_opt_original_byte() - the byte at @addr as it was, if an optimized
+ * jump covers it.  Returns true and sets *@b then. */
+bool ukp_opt_original_byte(uintptr_t addr, uint8_t *b)
+{
+	for (uintptr_t back = 0; back < 5 && back <= addr; back++) {
+		struct ukp_point *q = ukp_point_lookup(addr - back);
+		struct ukp_opt *op = q ? atomic_load(&q->opt) : NULL;
+
+		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED) {
+			*b = arch_opt_original_byte(&op->aop, back);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Optimizing                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* May @pt be optimized now?  (Not its region: that needs preparing.) */
+static bool ukp_opt_eligible(struct ukp_point *pt)
+{
+	unsigned int flags = atomic_load(&pt->flags);
+
+	if (!ukp_optimization_on || !pt->armed || (flags & (UKP_PT_HAS_POST | UKP_PT_GONE)))
+		return false;
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+		if (p->pre_handler == ukp_jprobe_pre_handler)
+			return false;	/* it redirects: needs the trap */
+	return !ukp_opt_covering(pt->addr);
+}
+
+static bool ukp_point_gpr_only(struct ukp_point *pt)
+{
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+		if (!kprobe_disabled(p) && !(p->flags & KPROBE_FLAG_GPR_ONLY) &&
+		    p->pre_handler != ukp_kretprobe_pre_handler)
+			return false;
+	return true;
+}
+
+static void *ukp_optimizer_thread(void *arg);
+
+/** ukp_opt_queue_point() - optimize @pt later if it may be. */
+void ukp_opt_queue_point(struct ukp_point *pt)
+{
+	if (pt->opt_queued || pt->opt_refused || atomic_load(&pt->opt) ||
+	    !ukp_opt_eligible(pt))
+		return;
+	if (ukp_opt_nqueue == ukp_opt_capqueue) {
+		size_t cap = ukp_opt_capqueue ? 2 * ukp_opt_capqueue : 64;
+		void *nq = realloc(ukp_opt_queue, cap * sizeof(*ukp_opt_queue));
+
+		if (!nq)
+			return;
+		ukp_opt_queue = nq;
+		ukp_opt_capqueue = cap;
+	}
+	ukp_opt_queue[ukp_opt_nqueue++] = pt;
+	pt->opt_queued = true;
+	if (!ukp_optimizer_running) {
+		pthread_t th;
+		pthread_attr_t attr;
+		sigset_t all, old;
+
+		/* The optimizer takes none of the program's asynchronous
+		 * signals; it may hit probes itself (strlen, malloc...), so
+		 * SIGTRAP and the fault signals stay open. */
+		sigfillset(&all);
+		sigdelset(&all, SIGTRAP);
+		sigdelset(&all, SIGSEGV);
+		sigdelset(&all, SIGBUS);
+		sigdelset(&all, SIGFPE);
+		sigdelset(&all, SIGILL);
+		sigdelset(&all, SIGSYS);
+		ukp_sys_sigprocmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (!pthread_create(&th, &attr, ukp_optimizer_thread, NULL)) {
+			ukp_optimizer_running = true;
+			pthread_setname_np(th, "ukprobes-opt");
+		}
+		pthread_attr_destroy(&attr);
+		ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_cond_signal(&ukp_opt_cond);
+}
+
+/** ukp_opt_forget() - @pt goes away: drop it from the queue. */
+void ukp_opt_forget(struct ukp_point *pt)
+{
+	for (size_t i = 0; i < ukp_opt_nqueue; i++) {
+		if (ukp_opt_queue[i] == pt) {
+			ukp_opt_queue[i] = ukp_opt_queue[--ukp_opt_nqueue];
+			break;
+		}
+	}
+	pt->opt_queued = false;
+}
+
+/* Build the detour of @pt: PREPARED.  False when it cannot be optimized. */
+static bool ukp_opt_prepare(struct ukp_point *pt)
+{
+	struct ukp_symbol fn;
+	bool whole = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
+	uintptr_t start = whole ? fn.addr : pt->addr;
+	size_t len = whole ? fn.size : 32;
+	struct ukp_opt *op;
+	uint8_t *code;
+	int err;
+
+	code = malloc(len);
+	op = calloc(1, sizeof(*op));
+	if (!code || !op)
+		goto fail;
+	while (len && ukp_read_original(start, code, len))
+		len--;			/* the end of a mapping */
+	if (!len)
+		goto fail;
+	err = arch_prepare_optimized(pt, &op->aop, code, start, len, whole,
+				     ukp_point_gpr_only(pt));
+	if (err)
+		goto fail;
+	/* No other probe inside the region. */
+	for (size_t i = 1; i < arch_opt_region_len(&op->aop); i++)
+		if (ukp_point_lookup(pt->addr + i)) {
+			arch_release_optimized(&op->aop, false);
+			goto fail;
+		}
+	free(code);
+	atomic_store(&op->state, UKP_OPT_PREPARED);
+	atomic_store_explicit(&pt->opt, op, memory_order_release);
+	return true;
+fail:
+	free(code);
+	free(op);
+	return false;
+}
+
+struct ukp_region_check {
+	struct ukp_point **pts;
+	size_t n;
+};
+
+/* Inside a region past its first byte, or in a probe's step slot. */
+static bool ukp_in_regions(uintptr_t ip, void *arg)
+{
+	struct ukp_region_check *rc = arg;
+
+	for (size_t i = 0; i < rc->n; i++) {
+		struct ukp_point *pt = rc->pts[i];
+		struct ukp_opt *op = atomic_load(&pt->opt);
+
+		if (op && ip > pt->addr && ip < pt->addr + arch_opt_region_len(&op->aop))
+			return true;
+		if (pt->ainsn.slot && ip >= pt->ainsn.slot &&
+		    ip < pt->ainsn.slot + UKP_ARCH_SLOT_SIZE)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One pass of the optimizer over the queue (ukp_kprobe_mutex held).
+ * Returns the number of points still waiting for proof.
+ */
+size_t ukp_optimize_pass(unsigned int max_wait_us)
+{
+	struct ukp_point **batch;
+	struct ukp_region_check rc = { 0 };
+	size_t n = 0, waiting = 0;
+
+	if (!ukp_opt_nqueue || ukp_opt_init())
+		return ukp_opt_nqueue;
+	batch = calloc(ukp_opt_nqueue, sizeof(*batch));
+	if (!batch)
+		return ukp_opt_nqueue;
+	for (size_t i = 0; i < ukp_opt_nqueue; i++) {
+		struct ukp_point *pt = ukp_opt_queue[i];
+
+		pt->opt_queued = false;
+		if (!atomic_load(&pt->opt)) {
+			if (!ukp_opt_eligible(pt))
+				continue;
+			if (!ukp_opt_prepare(pt)) {
+				pt->opt_refused = true;
+				continue;
+			}
+		}
+		batch[n++] = pt;
+	}
+	ukp_opt_nqueue = 0;
+	if (!n) {
+		free(batch);
+		return 0;
+	}
+	/* Trap handlers that read "not prepared" are done after this: they
+	 * resumed in a step slot, which the proof below covers. */
+	ukp_synchronize();
+	rc.pts = calloc(n, sizeof(*rc.pts));
+	for (size_t i = 0; rc.pts && i < n; i++) {
+		struct ukp_opt *op = atomic_load(&batch[i]->opt);
+
+		if (op && !op->aop.single)
+			rc.pts[rc.n++] = batch[i];
+	}
+	if (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us)) {
+		/* Not proven: the multi-instruction ones wait for a later pass. */
+		for (size_t i = 0; i < rc.n; i++) {
+			rc.pts[i]->opt_queued = true;
+			ukp_opt_queue[ukp_opt_nqueue++] = rc.pts[i];
+			waiting++;
+		}
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct ukp_opt *op = atomic_load(&batch[i]->opt);
+
+			if (op && op->aop.single)
+				batch[k++] = batch[i];
+		}
+		n = k;
+	}
+	free(rc.pts);
+	for (size_t i = 0; i < n; i++) {
+		struct ukp_opt *op = atomic_load(&batch[i]->opt);
+
+		arch_optimize_stage1(batch[i], &op->aop);
+	}
+	ukp_sync_cores();
+	for (size_t i = 0; i < n; i++) {
+		struct ukp_opt *op = atomic_load(&batch[i]->opt);
+
+		arch_optimize_stage2(batch[i], &op->aop);
+		atomic_store(&op->state, UKP_OPT_OPTIMIZED);
+		ukp_point_set_optflags(batch[i], true, op->aop.ftrace);
+	}
+	ukp_sync_cores();
+	free(batch);
+	return waiting;
+}
+
+static void *ukp_optimizer_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	for (;;) {
+		while (!ukp_opt_nqueue)
+			pthread_cond_wait(&ukp_opt_cond, &ukp_kprobe_mutex);
+		/* Let a batch gather, as the kernel's OPTIMIZE_DELAY. */
+		pthread_mutex_unlock(&ukp_kprobe_mutex);
+		usleep(5000);
+		pthread_mutex_lock(&ukp_kprobe_mutex);
+		if (ukp_optimize_pass(2000)) {
+			pthread_mutex_unlock(&ukp_kprobe_mutex);
+			usleep(10000);
+			pthread_mutex_lock(&ukp_kprobe_mutex);
+		}
+	}
+	return NULL;
+}
+
+/** ukp_opt_after_fork() - the child has no optimizer thread. */
+void ukp_opt_after_fork(void)
+{
+	ukp_optimizer_running = false;
+	pthread_cond_init(&ukp_opt_cond, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The switch                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void ukp_unopt_cb(struct ukp_point *pt, void *changed)
+{
+	*(bool *)changed |= ukp_unoptimize(pt);
+	pt->opt_refused = false;
+	ukp_opt_forget(pt);
+}
+
+static void ukp_requeue_cb(struct ukp_point *pt, void *arg)
+{
+	(void)arg;
+	pt->opt_refused = false;
+	ukp_opt_queue_point(pt);
+}
+
+UKP_API int ukprobes_set_optimization(int on)
+{
+	bool changed = false;
+
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_optimization_on = !!on;
+	if (on) {
+		ukp_point_foreach(ukp_requeue_cb, NULL);
+	} else {
+		ukp_point_foreach(ukp_unopt_cb, &changed);
+		if (changed)
+			ukp_sync_cores();
+		ukp_opt_reclaim();
+	}
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return 0;
+}
+
+UKP_API int ukprobes_optimization(void)
+{
+	return ukp_optimization_on;
+}
+
+UKP_API int ukprobes_wait_optimizer(void)
+{
+	size_t left = 0;
+
+	for (int tries = 0; tries < 100; tries++) {
+		pthread_mutex_lock(&ukp_kprobe_mutex);
+		left = ukp_optimize_pass(20000);
+		pthread_mutex_unlock(&ukp_kprobe_mutex);
+		if (!left)
+			break;
+		usleep(1000);
+	}
+	return (int)left;
+}
+
+/** ukp_opt_resume_ip() - a breakpoint hit on a prepared or optimized probe
+ * resumes in its detour's copy, never in the region (trap path). */
+uintptr_t ukp_opt_resume_ip(struct ukp_point *pt)
+{
+	struct ukp_opt *op = atomic_load_explicit(&pt->opt, memory_order_acquire);
+
+	return op ? arch_opt_resume_ip(&op->aop) : 0;
+}
+NOKPROBE_SYMBOL(ukp_opt_resume_ip);
