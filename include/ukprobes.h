@@ -265,6 +265,9 @@ struct jprobe {
 	void *entry;
 };
 
+/* As in old kernels: .entry = JPROBE_ENTRY(my_handler) */
+#define JPROBE_ENTRY(pentry) ((void *)(pentry))
+
 UKP_API int register_jprobe(struct jprobe *jp);
 UKP_API void unregister_jprobe(struct jprobe *jp);
 UKP_API int register_jprobes(struct jprobe **jps, int num);

@@ -157,6 +157,7 @@ enum ukp_kind {
 	UKP_KIND_JPROBE,	/* at a function entry, one per function */
 };
 int ukp_register_kprobes_kind(struct kprobe **kps, int num, enum ukp_kind kind);
+bool ukp_kprobe_registered(const struct kprobe *p);
 
 /* The pre handlers that make a kprobe a kretprobe's or a jprobe's. */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);

@@ -35,9 +35,14 @@ int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		if (arch_safe_read_ulong(regs->sp + i * sizeof(long), &kcb->jp_stack[i]))
 			kcb->jp_stack[i] = 0;
 	kcb->jp_regs = *regs;
+	if (kcb->uc)
+		arch_save_fpargs(kcb->uc, kcb->jp_fpargs);
 	kcb->jp_addr = pt->addr;
 	kcb->jp_gen = pt->gen;
 	kcb->jp_active = true;
+	/* unregister_jprobe() waits for the entry function to finish, as the
+	 * kernel's did (it ran with preemption off). */
+	kcb->jp_srcu = ukp_srcu_read_lock();
 	/* Stay "inside a handler" until jprobe_return(). */
 	ukp_handler_enter(kcb);
 	regs->ip = (unsigned long)jp->entry;
@@ -56,8 +61,10 @@ bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp)
 	for (size_t i = 0; i < ARRAY_SIZE(kcb->jp_stack); i++)
 		arch_safe_write_ulong(kcb->jp_regs.sp + i * sizeof(long), kcb->jp_stack[i]);
 	regs = kcb->jp_regs;
+	arch_restore_fpargs(uc, kcb->jp_fpargs);
 	kcb->jp_active = false;
 	ukp_handler_exit(kcb);
+	ukp_srcu_read_unlock(kcb->jp_srcu);
 	pt = ukp_point_lookup(kcb->jp_addr);
 	if (pt && pt->gen == kcb->jp_gen) {
 		ukp_execute_insn(kcb, pt, uc, &regs);

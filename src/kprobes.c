@@ -56,6 +56,7 @@ static int ukp_init_locked(void)
 		return err;
 	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
 	ukp_opt_env_default();
+	arch_init();
 	done = true;
 	return 0;
 }
@@ -153,6 +154,17 @@ static struct ukp_point *ukp_valid_point(const struct kprobe *p)
 	struct ukp_point *pt = ukp_point_lookup((uintptr_t)p->addr);
 
 	return pt && ukp_point_has(pt, p) ? pt : NULL;
+}
+
+/** ukp_kprobe_registered() - is @p registered now? */
+bool ukp_kprobe_registered(const struct kprobe *p)
+{
+	bool ret;
+
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ret = p->addr && ukp_valid_point(p);
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return ret;
 }
 
 /* Resolve where @p goes (the kernel's _kprobe_addr()) and check that it may
@@ -265,21 +277,30 @@ static bool ukp_point_update(struct ukp_point *pt)
 	return changed;
 }
 
-/* Append @p to @pt's list; readers see either the old or the new tail. */
+static bool ukp_is_jprobe(const struct kprobe *p)
+{
+	return p->pre_handler == ukp_jprobe_pre_handler;
+}
+
+/*
+ * Link @p into @pt's list: in registration order, except that a jprobe
+ * stays last (its pre handler ends the walk by resuming in its entry), as
+ * the kernel adds jprobes at the tail.  Readers see the old or the new list.
+ */
 static void ukp_point_link(struct ukp_point *pt, struct kprobe *p)
 {
-	struct kprobe *_Atomic *link = &pt->probes;
-	struct kprobe *q = atomic_load(link);
+	struct kprobe *q = atomic_load(&pt->probes), *prev = NULL;
 
-	p->ukp_next = NULL;
 	p->ukp_point = pt;
-	if (!q) {
-		atomic_store_explicit(link, p, memory_order_release);
-	} else {
-		while (q->ukp_next)
-			q = q->ukp_next;
-		__atomic_store_n(&q->ukp_next, p, __ATOMIC_RELEASE);
+	while (q && !(ukp_is_jprobe(q) && !ukp_is_jprobe(p))) {
+		prev = q;
+		q = q->ukp_next;
 	}
+	p->ukp_next = q;
+	if (prev)
+		__atomic_store_n(&prev->ukp_next, p, __ATOMIC_RELEASE);
+	else
+		atomic_store_explicit(&pt->probes, p, memory_order_release);
 	pt->nprobes++;
 }
 
@@ -319,11 +340,6 @@ static void ukp_free_new_points(struct ukp_pending *pd, int n)
 		arch_unprepare_kprobe(pd[i].pt);
 		free(pd[i].pt);
 	}
-}
-
-static bool ukp_is_jprobe(const struct kprobe *p)
-{
-	return p->pre_handler == ukp_jprobe_pre_handler;
 }
 
 /* Return probes and jprobes go at a function's entry (after endbr64). */

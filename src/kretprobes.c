@@ -24,6 +24,7 @@
  * queued and freed by the next API call).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,34 @@ static bool ukp_on_altstack(const ucontext_t *uc, uintptr_t sp)
 }
 NOKPROBE_SYMBOL(ukp_on_altstack);
 
+/*
+ * A thread that exits inside probed functions gives their instances back
+ * (the kernel's kprobe_flush_task()): a thread-specific key's destructor.
+ */
+static pthread_key_t ukp_rstack_key;
+static bool ukp_rstack_key_ok;
+static __thread bool ukp_rstack_keyed __attribute__((tls_model("initial-exec")));
+
+static void ukp_rstack_flush(void *arg)
+{
+	(void)arg;
+	while (ukp_rstack.depth)
+		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
+}
+
+/* glibc keeps the first 32 keys' values in the thread descriptor, so
+ * setting one allocates nothing: safe on the trap path. */
+#define UKP_KEY_NO_ALLOC 32
+
+static void ukp_rstack_track_thread(void)
+{
+	if (ukp_rstack_keyed || !ukp_rstack_key_ok || ukp_rstack_key >= UKP_KEY_NO_ALLOC)
+		return;
+	ukp_rstack_keyed = true;
+	pthread_setspecific(ukp_rstack_key, &ukp_rstack);
+}
+NOKPROBE_SYMBOL(ukp_rstack_track_thread);
+
 /* The entry probe's pre handler (the kernel's pre_handler_kretprobe). */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 {
@@ -156,17 +185,25 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	unsigned long ret;
 	bool alt = ukp_on_altstack(kcb->uc, slot);
 
+	if (arch_safe_read_ulong(slot, &ret)) {
+		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	/* Frames at or below this call's return slot on the same stack are
-	 * dead (left by longjmp): give their instances back. */
+	 * dead (left by longjmp): give their instances back.  An entry for
+	 * this very slot whose return address is already the trampoline is
+	 * another kretprobe on the same call: alive. */
 	while (ukp_rstack.depth) {
 		struct ukp_ret_entry *e = &ukp_rstack.e[ukp_rstack.depth - 1];
 
 		if (e->altstack != alt || e->slot > slot)
 			break;
+		if (e->slot == slot && ret == (unsigned long)ukp_kretprobe_trampoline)
+			break;
 		ukp_rstack.depth--;
 		ukp_pool_put(e->ri);
 	}
-	if (ukp_rstack.depth == UKP_RET_STACK || arch_safe_read_ulong(slot, &ret)) {
+	if (ukp_rstack.depth == UKP_RET_STACK) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -175,6 +212,9 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	if (ret == (unsigned long)ukp_kretprobe_trampoline && ukp_rstack.depth &&
+	    ukp_rstack.e[ukp_rstack.depth - 1].slot == slot)
+		ret = (unsigned long)ukp_rstack.e[ukp_rstack.depth - 1].ri->ret_addr;
 	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
 	ri->ret_addr = (kprobe_opcode_t *)ret;
 	ri->fp = (void *)slot;
@@ -186,6 +226,7 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		ukp_pool_put(ri);
 		return 0;
 	}
+	ukp_rstack_track_thread();
 	ukp_rstack.e[ukp_rstack.depth].ri = ri;
 	ukp_rstack.e[ukp_rstack.depth].slot = slot;
 	ukp_rstack.e[ukp_rstack.depth].altstack = alt;
@@ -195,17 +236,18 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
 
 /*
- * Called by the trampoline with the registers at the return.  Runs the
- * return handler and returns the address to go on at (regs->ip, which is the
- * real return address unless the handler changed it).
+ * Called by the trampoline with the registers at the return (the vector
+ * state is saved around this call).  Runs the return handlers of every
+ * kretprobe on this call, newest first, and returns the address to go on
+ * at: regs->ip, the real return address unless a handler changed it.
  */
 unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 {
 	uintptr_t slot = regs->sp - sizeof(unsigned long);
 	struct ukp_kcb *kcb = ukp_this_kcb();
-	struct kretprobe_instance *ri;
-	struct kretprobe *rp;
 	unsigned int idx, i = ukp_rstack.depth;
+	int saved_errno = errno;
+	unsigned long ret;
 
 	while (i && ukp_rstack.e[i - 1].slot != slot)
 		i--;
@@ -219,23 +261,28 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 	/* Entries above the match were jumped over by longjmp. */
 	while (ukp_rstack.depth > i)
 		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
-	ri = ukp_rstack.e[--ukp_rstack.depth].ri;
-	regs->ip = (unsigned long)ri->ret_addr;
+	ret = (unsigned long)ukp_rstack.e[i - 1].ri->ret_addr;
+	regs->ip = ret;
 
 	idx = ukp_srcu_read_lock();
-	rp = get_kretprobe(ri);
-	if (rp && rp->handler) {
-		if (kcb->depth) {
-			/* Returning inside another probe's handler. */
-			__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-		} else {
-			ukp_handler_enter(kcb);
-			rp->handler(ri, regs);
-			ukp_handler_exit(kcb);
+	while (ukp_rstack.depth && ukp_rstack.e[ukp_rstack.depth - 1].slot == slot) {
+		struct kretprobe_instance *ri = ukp_rstack.e[--ukp_rstack.depth].ri;
+		struct kretprobe *rp = get_kretprobe(ri);
+
+		if (rp && rp->handler) {
+			if (kcb->depth) {
+				/* Returning inside another probe's handler. */
+				__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
+			} else {
+				ukp_handler_enter(kcb);
+				rp->handler(ri, regs);
+				ukp_handler_exit(kcb);
+			}
 		}
+		ukp_pool_put(ri);
 	}
 	ukp_srcu_read_unlock(idx);
-	ukp_pool_put(ri);
+	errno = saved_errno;
 	return regs->ip;
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);
@@ -243,6 +290,11 @@ NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);
 /* ------------------------------------------------------------------------ */
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
+
+static void ukp_rstack_key_init(void)
+{
+	ukp_rstack_key_ok = !pthread_key_create(&ukp_rstack_key, ukp_rstack_flush);
+}
 
 static int ukp_default_maxactive(void)
 {
@@ -259,6 +311,9 @@ static int ukp_kretprobe_prepare(struct kretprobe *rp)
 	unsigned int n;
 
 	if (!rp)
+		return -EINVAL;
+	/* Registered already: touch nothing (its pool is in use). */
+	if (ukp_kprobe_registered(&rp->kp))
 		return -EINVAL;
 	if (rp->maxactive <= 0)
 		rp->maxactive = ukp_default_maxactive();
@@ -308,6 +363,11 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 	if (!rps || num <= 0)
 		return -EINVAL;
 	ukp_free_dead_pools();
+	{
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+		pthread_once(&once, ukp_rstack_key_init);
+	}
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
@@ -319,8 +379,9 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 	if (!err)
 		err = ukp_register_kprobes_kind(kps, num, UKP_KIND_KRETPROBE);
 	if (err) {
-		for (int j = 0; j < (i < num ? i : num); j++)
-			if (rps[j])
+		/* Only those this call prepared (kps[j] set). */
+		for (int j = 0; j < num; j++)
+			if (kps[j])
 				ukp_kretprobe_unprepare(rps[j]);
 	}
 	free(kps);
@@ -350,11 +411,16 @@ UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
 	/* No new entries after this; then no return handler either. */
 	if (kps)
 		unregister_kprobes(kps, num);
+	/* In-flight instances must not reach the caller's struct: clear them,
+	 * then wait for return handlers that read them before. */
 	for (int i = 0; i < num; i++) {
 		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
 
-		if (pool)
-			atomic_store(&pool->rp, NULL);
+		if (!pool)
+			continue;
+		atomic_store(&pool->rp, NULL);
+		for (unsigned int k = 0; k < pool->n; k++)
+			__atomic_store_n(&ukp_inst(pool, k)->rp, NULL, __ATOMIC_RELEASE);
 	}
 	ukp_synchronize();
 	for (int i = 0; i < num; i++) {
@@ -362,9 +428,6 @@ UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
 
 		if (!pool)
 			continue;
-		/* In-flight instances must not point at the caller's struct. */
-		for (unsigned int k = 0; k < pool->n; k++)
-			__atomic_store_n(&ukp_inst(pool, k)->rp, NULL, __ATOMIC_RELEASE);
 		rps[i]->ukp_pool = NULL;
 		ukp_pool_drop(pool);
 	}

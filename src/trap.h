@@ -25,8 +25,10 @@ struct ukp_kcb {
 	bool jp_active;
 	uintptr_t jp_addr;
 	unsigned long jp_gen;
+	unsigned int jp_srcu;		/* read section held across the entry */
 	struct pt_regs jp_regs;
 	unsigned long jp_stack[UKP_JPROBE_STACK / sizeof(unsigned long)];
+	unsigned char jp_fpargs[UKP_ARCH_FPARGS_SIZE];	/* vector argument registers */
 };
 
 struct ukp_kcb *ukp_this_kcb(void);

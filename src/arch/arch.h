@@ -24,6 +24,9 @@
 
 struct ukp_point;
 
+/** arch_init() - once, before the first probe (ukp_kprobe_mutex held). */
+void arch_init(void);
+
 /* ---- preparing and arming (ukp_kprobe_mutex held) ---------------------- */
 
 /** arch_insn_len() - length of the instruction at @code, or -EILSEQ. */
@@ -81,6 +84,11 @@ void arch_regs_to_uc(const struct pt_regs *regs, ucontext_t *uc);
  * 64 signals). */
 uint64_t arch_uc_sigmask(const ucontext_t *uc);
 void arch_uc_set_sigmask(ucontext_t *uc, uint64_t mask);
+
+/* A jprobe saves the argument registers the C entry function may clobber
+ * beyond the general ones (trap path). */
+void arch_save_fpargs(const ucontext_t *uc, void *buf);
+void arch_restore_fpargs(ucontext_t *uc, const void *buf);
 
 enum arch_exec {
 	ARCH_EXEC_DONE,		/* emulated: regs are after the instruction */

@@ -42,7 +42,9 @@ static long (*volatile check_regs)(f8_t, long) = scn_jp_check_regs;
 static long f8_expect(long a1, long a2, long a3, long a4, long a5, long a6,
 		      long a7, long a8)
 {
-	return a1 + 2 * a2 + 3 * a3 + 4 * a4 + 5 * a5 + 6 * a6 + 7 * a7 + 8 * a8;
+	/* modulo 2^64, as the assembly computes it */
+	return (long)((unsigned long)a1 + 2ul * a2 + 3ul * a3 + 4ul * a4 + 5ul * a5 +
+		      6ul * a6 + 7ul * a7 + 8ul * a8);
 }
 
 static atomic_ulong entries, arg_errors;
@@ -315,7 +317,10 @@ static long jp_calls_helper_entry(long x)
 Test(jprobes, probes_hit_inside_entry_are_missed, .timeout = 30)
 {
 	struct jprobe jp = { .entry = jp_calls_helper_entry, .kp.symbol_name = "jp_target" };
-	struct kprobe kp = { .symbol_name = "helper", .pre_handler = helper_pre };
+	/* Not on this stack: what the entry's callees write within the 128
+	 * bytes above the probed function's stack pointer (this frame) is
+	 * undone when jprobe_return() restores them (register_jprobe(3)). */
+	static struct kprobe kp = { .symbol_name = "helper", .pre_handler = helper_pre };
 
 	cr_assert_eq(register_kprobe(&kp), 0);
 	cr_assert_eq(register_jprobe(&jp), 0);
@@ -369,6 +374,7 @@ static void jprobe_and_kprobe(bool jprobe_first, bool post)
 	struct jprobe jp = { .entry = jp_target_entry, .kp.symbol_name = "jp_target" };
 	struct kprobe kp = { .symbol_name = "jp_target", .pre_handler = same_pre,
 			     .post_handler = post ? same_post : NULL };
+	unsigned long before;
 
 	if (jprobe_first) {
 		cr_assert_eq(register_jprobe(&jp), 0);
@@ -384,8 +390,9 @@ static void jprobe_and_kprobe(bool jprobe_first, bool post)
 	cr_expect_eq(kp_post_hits, post ? 1000ul : 0ul, "kprobe post_handler ran %lu times",
 		     (unsigned long)kp_post_hits);
 	unregister_jprobe(&jp);
+	before = kp_hits;
 	cr_expect_eq(jt(1), 3);
-	cr_expect_eq(kp_hits, 1001, "kprobe pre_handler ran %lu times in all", (unsigned long)kp_hits);
+	cr_expect_eq(kp_hits, before + 1, "the kprobe alone: %lu hits", (unsigned long)(kp_hits - before));
 	unregister_kprobe(&kp);
 }
 

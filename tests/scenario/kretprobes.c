@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -585,7 +586,7 @@ static void *ul_worker(void *arg)
 Test(kretprobes, unregister_under_load_then_destroy_struct, .timeout = 120)
 {
 	pthread_t th[UL_THREADS];
-	unsigned long after_unreg = 0, later = 0, grew = 0, ran = 0;
+	unsigned long after_unreg = 0, after_done = 0, later = 0, grew = 0, ran = 0;
 
 	for (long i = 0; i < UL_THREADS; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, ul_worker, (void *)(intptr_t)i), 0);
@@ -605,13 +606,14 @@ Test(kretprobes, unregister_under_load_then_destroy_struct, .timeout = 120)
 		scn_spin_ns(20 * 1000 * 1000);
 		unregister_kretprobe(rp);
 		after_unreg = atomic_load(&ul_started);
+		after_done = atomic_load(&ul_done);
 		ran += ul_done - before > 0;
 		/* The caller owns the struct again: scribble over it, free it. */
 		memset(rp, 0xff, sizeof(*rp));
 		free(rp);
 		scn_spin_ns(10 * 1000 * 1000);
 		later = atomic_load(&ul_started);
-		if (later != after_unreg)
+		if (later != after_unreg || atomic_load(&ul_done) != after_done)
 			grew++;
 	}
 	/* Keep calling with no probe for a while. */
@@ -621,10 +623,71 @@ Test(kretprobes, unregister_under_load_then_destroy_struct, .timeout = 120)
 		pthread_join(th[i], NULL);
 	cr_log_info("%ld calls, %lu return handlers", (long)ul_calls, (unsigned long)ul_done);
 	cr_expect_eq(ul_bad, 0, "%ld wrong results", (long)ul_bad);
-	cr_expect_eq(grew, 0, "in %lu rounds a return handler started after "
+	cr_expect_eq(grew, 0, "in %lu rounds a return handler ran after "
 		     "unregister_kretprobe() returned", grew);
 	cr_expect_eq(ul_started, ul_done);
 	cr_expect_gt(ran, 30, "the handler ran in only %lu of 40 rounds", ran);
+	expect_no_handler_errors();
+}
+
+/* Unregistered from inside the probed function, with 6 calls in flight. */
+static struct kretprobe *inflight_rp;
+
+static void unregister_and_destroy(void)
+{
+	unregister_kretprobe(inflight_rp);
+	memset(inflight_rp, 0xff, sizeof(*inflight_rp));
+	free(inflight_rp);
+	inflight_rp = NULL;
+}
+
+Test(kretprobes, unregister_with_calls_in_flight, .timeout = 30)
+{
+	for (int rep = 0; rep < 3; rep++) {
+		inflight_rp = calloc(1, sizeof(*inflight_rp));
+		cr_assert(inflight_rp);
+		inflight_rp->kp.symbol_name = "scn_rp_deep";
+		inflight_rp->handler = deep_ret;
+		inflight_rp->entry_handler = count_entry;
+		cr_assert_eq(register_kretprobe(inflight_rp), 0);
+		cr_assert_eq(deep_fn(2, NULL), 2);
+		cr_assert_eq(ret_cnt, 3ul * (rep + 1));
+		/* 6 calls in flight when the callback unregisters: they return
+		 * to the right places, and no handler runs for them. */
+		cr_assert_eq(deep_fn(5, unregister_and_destroy), 5);
+		cr_assert_eq(ret_cnt, 3ul * (rep + 1), "%lu return handlers ran after "
+			     "unregister_kretprobe() returned", ret_cnt - 3ul * (rep + 1));
+		cr_assert_eq(deep_fn(5, NULL), 5);
+		cr_assert_eq(entry_cnt, 9ul * (rep + 1));
+	}
+	expect_no_handler_errors();
+}
+
+/* A function of the C library, by "object:symbol". */
+static int pid_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	INC(ret_cnt);
+	last_ret_addr = regs_return_value(regs);
+	if (regs->ip != (unsigned long)ri->ret_addr)
+		ERR(err_ip);
+	return 0;
+}
+
+Test(kretprobes, libc_function_by_object_and_symbol, .timeout = 30)
+{
+	struct kretprobe rp = { .kp.symbol_name = "libc.so.6:getpid", .handler = pid_ret };
+	pid_t (*volatile gp)(void) = getpid;
+	Dl_info info;
+
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	cr_assert(dladdr((void *)rp.kp.addr, &info));
+	cr_expect(strstr(info.dli_fname, "libc.so"), "probe in %s", info.dli_fname);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(gp(), (pid_t)syscall(SYS_getpid));
+	cr_expect_eq(last_ret_addr, (uintptr_t)syscall(SYS_getpid));
+	unregister_kretprobe(&rp);
+	cr_expect_eq(ret_cnt, 100);
+	cr_expect_eq(rp.nmissed, 0);
 	expect_no_handler_errors();
 }
 
@@ -1022,6 +1085,89 @@ Test(kretprobes, builtin_return_address_is_the_trampoline, .timeout = 30)
 	unregister_kretprobe(&rp);
 	cr_expect_eq(call_ptr((void *)whence, 0, 0, 0), (long)scn_rp_site0);
 	expect_no_handler_errors();
+}
+
+/* --------------------------------------------------------------------- */
+/* What the caller sees after the return handler                         */
+/* --------------------------------------------------------------------- */
+
+static SCN_NOINLINE double fp_target(double x, long n)
+{
+	return x * (double)n + 0.25;
+}
+
+static int fp_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	char buf[64];
+
+	INC(ret_cnt);
+	/* Handlers are C: they may use the vector registers (formatting a
+	 * double does), like the breakpoint path's handlers. */
+	snprintf(buf, sizeof(buf), "%f %f", (double)regs->di * 3.25, 1.0 / 3.0);
+	__asm__ volatile("" : : "r"(buf) : "memory");
+	return 0;
+}
+
+Test(kretprobes, return_handler_keeps_fp_return_value, .timeout = 30)
+{
+	struct kretprobe rp = { .kp.symbol_name = "fp_target", .handler = fp_ret };
+	double (*volatile fn)(double, long) = fp_target;
+
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	for (long i = 1; i <= 100; i++) {
+		double r = fn(1.5 * (double)i, i);
+
+		cr_assert_eq(r, 1.5 * (double)i * (double)i + 0.25,
+			     "call %ld returned %g: xmm0 changed by the return handler", i, r);
+	}
+	unregister_kretprobe(&rp);
+	cr_expect_eq(ret_cnt, 100);
+}
+
+static SCN_NOINLINE long errno_target(long e)
+{
+	errno = (int)e;
+	return e;
+}
+
+static volatile int errno_in_handler;
+
+static int errno_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	INC(ret_cnt);
+	errno_in_handler = errno;
+	close(-1);		/* EBADF */
+	return 0;
+}
+
+Test(kretprobes, return_handler_sees_and_keeps_errno, .timeout = 30)
+{
+	struct kretprobe rp = { .kp.symbol_name = "errno_target", .handler = errno_ret };
+	long (*volatile fn)(long) = errno_target;
+
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	fn(ERANGE);
+	cr_expect_eq(errno_in_handler, ERANGE, "the handler saw errno %d", errno_in_handler);
+	cr_expect_eq(errno, ERANGE, "the caller saw errno %d after the return handler", errno);
+	unregister_kretprobe(&rp);
+	cr_expect_eq(ret_cnt, 1);
+}
+
+static int ax_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	INC(ret_cnt);
+	regs->ax = 1000;	/* the caller gets 1000 */
+	return 0;
+}
+
+Test(kretprobes, return_handler_changes_return_value, .timeout = 30)
+{
+	struct kretprobe rp = { .kp.symbol_name = "scn_rp_add", .handler = ax_ret };
+
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	cr_expect_eq(call_ptr((void *)scn_rp_add, 1, 2, 0), 1000);
+	unregister_kretprobe(&rp);
+	cr_expect_eq(call_ptr((void *)scn_rp_add, 1, 2, 0), 3);
 }
 
 /* --------------------------------------------------------------------- */

@@ -39,7 +39,7 @@ UKP_HIDDEN unsigned long x86_xsave_size = 512;
 UKP_HIDDEN unsigned long x86_xsave_mask;
 UKP_HIDDEN unsigned int x86_xsave_kind;	/* 0 fxsave, 1 xsave, 2 xsavec */
 
-static void x86_xsave_init(void)
+void arch_init(void)
 {
 	static bool done;
 	unsigned int a, b, c, d;
@@ -149,7 +149,6 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	size_t pos;
 	int err;
 
-	x86_xsave_init();
 	memset(op, 0, sizeof(*op));
 	/* The region: whole instructions covering the jump. */
 	while (rlen < JMP32_LEN) {

@@ -21,6 +21,8 @@
  * ukp_optprobe_entry_gpr skips that, for probes whose handlers all use
  * general registers only (KPROBE_FLAG_GPR_ONLY).
  */
+#include "xstate.S.h"
+
 	.text
 
 #define PT_R15		0
@@ -101,43 +103,12 @@ ukp_optprobe_entry_gpr:
 ukp_optprobe_entry:
 	SAVE_PT_REGS
 	movq	%rsp, %rbx
-	/* An xsave area below, 64-byte aligned, its header zeroed (xrstor
-	 * faults on reserved header bits; xsavec writes its own). */
-	subq	x86_xsave_size(%rip), %rsp
-	andq	$-64, %rsp
-	xorl	%eax, %eax
-	movq	%rax, 512(%rsp)
-	movq	%rax, 520(%rsp)
-	movq	%rax, 528(%rsp)
-	movq	%rax, 536(%rsp)
-	movq	%rax, 544(%rsp)
-	movq	%rax, 552(%rsp)
-	movq	%rax, 560(%rsp)
-	movq	%rax, 568(%rsp)
-	movl	x86_xsave_mask(%rip), %eax
-	movl	x86_xsave_mask+4(%rip), %edx
-	cmpl	$2, x86_xsave_kind(%rip)
-	jne	1f
-	xsavec	(%rsp)
-	jmp	3f
-1:	cmpl	$1, x86_xsave_kind(%rip)
-	jne	2f
-	xsave	(%rsp)
-	jmp	3f
-2:	fxsave	(%rsp)
-3:
+	XSAVE_BELOW
 	movq	PT_SIZE(%rbx), %rdi
 	movq	(%rdi), %rdi
 	movq	%rbx, %rsi
 	call	ukp_opt_callback
-	movl	x86_xsave_mask(%rip), %eax
-	movl	x86_xsave_mask+4(%rip), %edx
-	cmpl	$0, x86_xsave_kind(%rip)
-	je	4f
-	xrstor	(%rsp)
-	jmp	5f
-4:	fxrstor	(%rsp)
-5:
+	XRSTOR_HERE
 	movq	%rbx, %rsp
 	RESTORE_PT_REGS_AND_RETURN
 	.size	ukp_optprobe_entry, .-ukp_optprobe_entry

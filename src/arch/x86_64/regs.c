@@ -140,3 +140,26 @@ UKP_API const char *regs_query_register_name(unsigned int offset)
 			return x86_regs[i].name;
 	return NULL;
 }
+
+/* The signal frame's FXSAVE image holds %xmm0-15 and %mxcsr. */
+void arch_save_fpargs(const ucontext_t *uc, void *buf)
+{
+	const struct _libc_fpstate *fp = uc->uc_mcontext.fpregs;
+
+	if (!fp)
+		return;
+	memcpy(buf, fp->_xmm, 8 * 16);
+	memcpy((char *)buf + 8 * 16, &fp->mxcsr, 4);
+}
+NOKPROBE_SYMBOL(arch_save_fpargs);
+
+void arch_restore_fpargs(ucontext_t *uc, const void *buf)
+{
+	struct _libc_fpstate *fp = uc->uc_mcontext.fpregs;
+
+	if (!fp)
+		return;
+	memcpy(fp->_xmm, buf, 8 * 16);
+	memcpy(&fp->mxcsr, (const char *)buf + 8 * 16, 4);
+}
+NOKPROBE_SYMBOL(arch_restore_fpargs);

@@ -13,6 +13,8 @@
  *
  * jprobe_return: the int3 the jprobe break handler recognizes.
  */
+#include "xstate.S.h"
+
 	.text
 
 #define PT_R15		0
@@ -72,12 +74,16 @@ ukp_kretprobe_trampoline:
 	movw	%ss, %ax
 	movq	%rax, PT_SS(%rsp)
 
-	movq	%rsp, %rdi
 	movq	%rsp, %rbx		/* callee-saved: our frame */
-	andq	$-16, %rsp		/* the ABI's alignment for the call */
+	/* The return value may be in %xmm0/%xmm1/%st0 and handlers are C:
+	 * keep the extended state. */
+	XSAVE_BELOW
+	movq	%rbx, %rdi
 	call	ukp_kretprobe_trampoline_handler
+	movq	%rax, %r12		/* (restored from pt_regs below) */
+	XRSTOR_HERE
 	movq	%rbx, %rsp
-	movq	%rax, PT_SIZE(%rsp)	/* where to return */
+	movq	%r12, PT_SIZE(%rsp)	/* where to return */
 
 	pushq	PT_FLAGS(%rsp)
 	popfq
