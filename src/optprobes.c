@@ -97,12 +97,14 @@ UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
  * at the probe: run the pre handlers.  Their return value cannot redirect
  * execution on an optimized probe (as in the kernel).
  */
+static __thread int *ukp_errno_ptr __attribute__((tls_model("initial-exec")));
+
 UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 {
 	struct ukp_qs_rec *r = ukp_qs_mine;
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	unsigned int idx = 0;
-	int saved_errno;
+	int saved_errno, *ep = ukp_errno_ptr;
 
 	if (unlikely(!r))
 		r = ukp_qs_mine = ukp_qs_claim();
@@ -112,13 +114,26 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 	} else {
 		idx = ukp_srcu_read_lock();
 	}
-	saved_errno = errno;
+	/* Handlers may call libc: the program's errno is kept (its address,
+	 * per thread, is looked up once). */
+	if (unlikely(!ep))
+		ep = ukp_errno_ptr = &errno;
+	saved_errno = *ep;
 	regs->ip = pt->addr;
-	if (kcb->depth)
+	if (kcb->depth) {
 		ukp_inc_nmissed(pt);
-	else
+	} else if (!(atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT)) {
+		/* The common case, without fault recovery points. */
+		ukp_handler_enter(kcb);
+		for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
+		     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE))
+			if (!kprobe_disabled(p) && p->pre_handler)
+				p->pre_handler(p, regs);
+		ukp_handler_exit(kcb);
+	} else {
 		ukp_run_pre_handlers(kcb, pt, regs);
-	errno = saved_errno;
+	}
+	*ep = saved_errno;
 	if (likely(r)) {
 		__asm__ volatile("" ::: "memory");
 		r->nest--;

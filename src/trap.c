@@ -21,13 +21,7 @@
 #include "arch.h"
 #include "trap.h"
 
-static __thread struct ukp_kcb ukp_kcb __attribute__((tls_model("initial-exec")));
-
-struct ukp_kcb *ukp_this_kcb(void)
-{
-	return &ukp_kcb;
-}
-NOKPROBE_SYMBOL(ukp_this_kcb);
+__thread struct ukp_kcb ukp_kcb_tls __attribute__((tls_model("initial-exec")));
 
 /* Asynchronous signals, blocked during handlers and steps: all but the
  * synchronous ones (which must reach us) and SIGKILL/SIGSTOP. */
@@ -38,17 +32,6 @@ static uint64_t ukp_sigbit(int sig)
 	return 1ull << (sig - 1);
 }
 
-void ukp_handler_enter(struct ukp_kcb *kcb)
-{
-	kcb->depth++;
-}
-NOKPROBE_SYMBOL(ukp_handler_enter);
-
-void ukp_handler_exit(struct ukp_kcb *kcb)
-{
-	kcb->depth--;
-}
-NOKPROBE_SYMBOL(ukp_handler_exit);
 
 /*
  * Call one pre or post handler.  When the probe has a fault_handler, a fault
@@ -243,7 +226,7 @@ NOKPROBE_SYMBOL(ukp_step_complete);
 static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	struct ukp_kcb *kcb = &ukp_kcb;
+	struct ukp_kcb *kcb = &ukp_kcb_tls;
 	int saved_errno = errno;
 	const struct ukp_slot_info *si;
 	struct ukp_point *pt;
@@ -336,7 +319,7 @@ NOKPROBE_SYMBOL(ukp_insn_fault);
 static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	struct ukp_kcb *kcb = &ukp_kcb;
+	struct ukp_kcb *kcb = &ukp_kcb_tls;
 	int saved_errno = errno;
 	const struct ukp_slot_info *si = NULL;
 	uintptr_t ip = arch_uc_ip(uc), slot, orig;

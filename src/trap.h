@@ -31,11 +31,28 @@ struct ukp_kcb {
 	unsigned char jp_fpargs[UKP_ARCH_FPARGS_SIZE];	/* vector argument registers */
 };
 
-struct ukp_kcb *ukp_this_kcb(void);
+/* Initial-exec TLS: no allocation, no call to reach it. */
+extern __thread struct ukp_kcb ukp_kcb_tls __attribute__((tls_model("initial-exec")));
+
+static inline struct ukp_kcb *ukp_this_kcb(void)
+{
+	return &ukp_kcb_tls;
+}
+
+static inline void ukp_handler_enter(struct ukp_kcb *kcb)
+{
+	kcb->depth++;
+	__asm__ volatile("" ::: "memory");
+}
+
+static inline void ukp_handler_exit(struct ukp_kcb *kcb)
+{
+	__asm__ volatile("" ::: "memory");
+	kcb->depth--;
+}
+
 int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 			 struct pt_regs *regs);
-void ukp_handler_enter(struct ukp_kcb *kcb);
-void ukp_handler_exit(struct ukp_kcb *kcb);
 
 /* jprobes.c, on the trap path */
 bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp);

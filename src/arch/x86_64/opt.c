@@ -6,8 +6,8 @@
  * copied, relocated, into a detour buffer within rel32 reach:
  *
  *   header (32 bytes): ninsn, then (offset in region, offset in code) pairs
- *   code:  lea -0x80(%rsp),%rsp; call *entry(%rip); .quad point;
- *          lea 0x80(%rsp),%rsp; <relocated region>; jmp <region end>;
+ *   code:  lea -0x80(%rsp),%rsp; call *entry(%rip); jmp 1f; .quad point;
+ *       1: lea 0x80(%rsp),%rsp; <relocated region>; jmp <region end>;
  *          entry: .quad ukp_optprobe_entry[_gpr]
  *
  * can_optimize(), as the kernel's: the region lies inside one function; no
@@ -28,8 +28,8 @@
 #include "insn.h"
 
 #define JMP32_LEN	5
-#define CODE_PROLOGUE	19	/* lea, call *, .quad */
-#define CODE_RESUME	27	/* + lea back: the relocated copy starts here */
+#define CODE_PROLOGUE	21	/* lea, call *, jmp, .quad */
+#define CODE_RESUME	29	/* + lea back: the relocated copy starts here */
 
 extern const char ukp_optprobe_entry[], ukp_optprobe_entry_gpr[];
 extern const char ukp_optprobe_entry_end[];
@@ -219,7 +219,10 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	buf[pos++] = 0x24; buf[pos++] = 0x80;
 	buf[pos++] = 0xff; buf[pos++] = 0x15;				/* call *entry(%rip) */
 	pos += 4;							/* (filled below) */
-	memcpy(buf + pos, &pt, sizeof(pt));				/* .quad point */
+	/* The entry returns here, to a correctly predicted return address,
+	 * and reads the point from after this short jump. */
+	buf[pos++] = 0xeb; buf[pos++] = 0x08;				/* jmp 1f */
+	memcpy(buf + pos, &pt, sizeof(pt));				/* .quad point; 1: */
 	pos += 8;
 	buf[pos++] = 0x48; buf[pos++] = 0x8d; buf[pos++] = 0xa4;	/* lea 0x80(%rsp),%rsp */
 	buf[pos++] = 0x24; buf[pos++] = 0x80; buf[pos++] = 0;

@@ -5,15 +5,16 @@
  *
  * A detour (opt.c) does
  *	lea	-0x80(%rsp), %rsp	# never touch the program's red zone
- *	call	*entry(%rip)		# here; pushes the address of ...
- *	.quad	point			# ... this: the probe point
- *	lea	0x80(%rsp), %rsp
+ *	call	*entry(%rip)		# here
+ *	jmp	1f			# returned to (well predicted)
+ *	.quad	point			# read at return address + 2
+ * 1:	lea	0x80(%rsp), %rsp
  *	<the relocated instructions>
  *	jmp	<end of the region>
  *
  * The entry saves the registers as a breakpoint trap would, into a struct
  * pt_regs, calls ukp_opt_callback(point, regs), restores them (handlers may
- * change any general register and the flags) and returns past the .quad.
+ * change any general register and the flags) and returns.
  *
  * ukp_optprobe_entry also saves the extended state (x87/SSE/AVX/AVX-512)
  * around the call: handlers are C functions, which the ABI lets clobber
@@ -58,9 +59,8 @@
 	movq	%rax, PT_SP(%rsp)	/* the program's %rsp at the probe */
 .endm
 
-/* Restore them, and return past the point's .quad. */
+/* Restore them and return. */
 .macro RESTORE_PT_REGS_AND_RETURN
-	addq	$8, PT_SIZE(%rsp)	/* flags are restored below */
 	popq	%r15
 	popq	%r14
 	popq	%r13
@@ -87,8 +87,8 @@
 	.type	ukp_optprobe_entry_gpr, @function
 ukp_optprobe_entry_gpr:
 	SAVE_PT_REGS
-	movq	PT_SIZE(%rsp), %rdi	/* return address: points at the .quad */
-	movq	(%rdi), %rdi		/* the point */
+	movq	PT_SIZE(%rsp), %rdi	/* return address: the jmp over ... */
+	movq	2(%rdi), %rdi		/* ... the point */
 	movq	%rsp, %rsi		/* regs */
 	movq	%rsp, %rbx
 	andq	$-16, %rsp
@@ -105,7 +105,7 @@ ukp_optprobe_entry:
 	movq	%rsp, %rbx
 	XSAVE_BELOW
 	movq	PT_SIZE(%rbx), %rdi
-	movq	(%rdi), %rdi
+	movq	2(%rdi), %rdi
 	movq	%rbx, %rsi
 	call	ukp_opt_callback
 	XRSTOR_HERE
