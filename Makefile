@@ -60,6 +60,12 @@ $(B)/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
+# Code that runs where only the general registers were saved (*_gpr.c):
+# no vector register, no sanitizer runtime call (it would use them).
+$(B)/%_gpr.o: %_gpr.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -mgeneral-regs-only -fno-sanitize=all -c $< -o $@
+
 $(LIB_SO): $(LIB_OBJS) src/ukprobes.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/ukprobes.map \
 	      -Wl,-z,now -Wl,-z,noexecstack -Wl,--no-undefined $(SANFLAGS) -o $@ $(LIB_OBJS) $(LIB_LIBS)

@@ -34,38 +34,18 @@
 #include "arch.h"
 #include "symbols.h"
 #include "trap.h"
+#include "kretprobes.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
-#define UKP_RET_STACK	256	/* calls in flight per thread */
 
-extern const char ukp_kretprobe_trampoline[];
-
-struct ukp_rp_pool {
-	struct kretprobe *_Atomic rp;	/* NULL once unregistered */
-	atomic_long refs;		/* registration + instances in use */
-	size_t inst_size;
-	unsigned int n;
-	_Atomic uint64_t free_head;	/* index + 1 | ABA tag << 32 */
-	struct ukp_rp_pool *dead_next;
-	char *insts;
-};
 
 /* Pools whose last instance came back after unregistration, freed by the
  * next API call (the trampoline may run in a signal handler: no free()). */
 static struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
-struct ukp_ret_entry {
-	struct kretprobe_instance *ri;
-	uintptr_t slot;		/* where the return address was */
-	bool altstack;		/* on the thread's signal stack */
-};
-
-static __thread struct {
-	unsigned int depth;
-	struct ukp_ret_entry e[UKP_RET_STACK];
-} ukp_rstack __attribute__((tls_model("initial-exec")));
+__thread struct ukp_rstack ukp_rstack __attribute__((tls_model("initial-exec")));
 
 static struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)
 {
@@ -105,7 +85,7 @@ static void ukp_pool_drop(struct ukp_rp_pool *pool)
 }
 NOKPROBE_SYMBOL(ukp_pool_drop);
 
-static void ukp_pool_put(struct kretprobe_instance *ri)
+void ukp_pool_put(struct kretprobe_instance *ri)
 {
 	struct ukp_rp_pool *pool = ri->ukp_pool;
 	uint32_t idx = (uint32_t)(((char *)ri - pool->insts) / pool->inst_size) + 1;
@@ -234,58 +214,6 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
-
-/*
- * Called by the trampoline with the registers at the return (the vector
- * state is saved around this call).  Runs the return handlers of every
- * kretprobe on this call, newest first, and returns the address to go on
- * at: regs->ip, the real return address unless a handler changed it.
- */
-unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
-{
-	uintptr_t slot = regs->sp - sizeof(unsigned long);
-	struct ukp_kcb *kcb = ukp_this_kcb();
-	unsigned int idx, i = ukp_rstack.depth;
-	int saved_errno = errno;
-	unsigned long ret;
-
-	while (i && ukp_rstack.e[i - 1].slot != slot)
-		i--;
-	if (!i) {
-		static const char msg[] =
-			"ukprobes: kretprobe return address lost; aborting\n";
-
-		write(2, msg, sizeof(msg) - 1);
-		abort();
-	}
-	/* Entries above the match were jumped over by longjmp. */
-	while (ukp_rstack.depth > i)
-		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
-	ret = (unsigned long)ukp_rstack.e[i - 1].ri->ret_addr;
-	regs->ip = ret;
-
-	idx = ukp_srcu_read_lock();
-	while (ukp_rstack.depth && ukp_rstack.e[ukp_rstack.depth - 1].slot == slot) {
-		struct kretprobe_instance *ri = ukp_rstack.e[--ukp_rstack.depth].ri;
-		struct kretprobe *rp = get_kretprobe(ri);
-
-		if (rp && rp->handler) {
-			if (kcb->depth) {
-				/* Returning inside another probe's handler. */
-				__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-			} else {
-				ukp_handler_enter(kcb);
-				rp->handler(ri, regs);
-				ukp_handler_exit(kcb);
-			}
-		}
-		ukp_pool_put(ri);
-	}
-	ukp_srcu_read_unlock(idx);
-	errno = saved_errno;
-	return regs->ip;
-}
-NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);
 
 /* ------------------------------------------------------------------------ */
 /* Registration                                                              */

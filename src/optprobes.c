@@ -39,6 +39,7 @@
 #include "arch.h"
 #include "symbols.h"
 #include "trap.h"
+#include "optprobes.h"
 
 enum { UKP_OPT_PREPARED = 1, UKP_OPT_OPTIMIZED = 2 };
 
@@ -60,87 +61,9 @@ static pthread_cond_t ukp_opt_cond = PTHREAD_COND_INITIALIZER;
 /* The detour path's grace period                                            */
 /* ------------------------------------------------------------------------ */
 
-#define UKP_QS_MAX 4096
-
-struct ukp_qs_rec {
-	atomic_int tid;			/* owner, 0 when free */
-	volatile int nest;		/* written by the owner only */
-} __attribute__((aligned(64)));
-
-static struct ukp_qs_rec *_Atomic ukp_qs_recs;
-static __thread struct ukp_qs_rec *ukp_qs_mine __attribute__((tls_model("initial-exec")));
-
-/* The way into a handler: a thread there may not have counted itself yet. */
-#define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
+/* The records and the callback live in opt_callback_gpr.c. */
 extern const char __start_ukp_opt_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_ukp_opt_text[] __attribute__((weak, visibility("hidden")));
-
-UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
-{
-	struct ukp_qs_rec *recs = atomic_load_explicit(&ukp_qs_recs, memory_order_acquire);
-	int tid = (int)syscall(SYS_gettid);
-
-	if (!recs)
-		return NULL;
-	for (unsigned int i = 0; i < UKP_QS_MAX; i++) {
-		struct ukp_qs_rec *r = &recs[((unsigned int)tid + i) % UKP_QS_MAX];
-		int zero = 0;
-
-		if (atomic_compare_exchange_strong(&r->tid, &zero, tid))
-			return r;
-	}
-	return NULL;	/* full: this thread uses the shared counters */
-}
-
-/**
- * ukp_opt_callback() - called by a detour (opt_entry.S) with the registers
- * at the probe: run the pre handlers.  Their return value cannot redirect
- * execution on an optimized probe (as in the kernel).
- */
-static __thread int *ukp_errno_ptr __attribute__((tls_model("initial-exec")));
-
-UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
-{
-	struct ukp_qs_rec *r = ukp_qs_mine;
-	struct ukp_kcb *kcb = ukp_this_kcb();
-	unsigned int idx = 0;
-	int saved_errno, *ep = ukp_errno_ptr;
-
-	if (unlikely(!r))
-		r = ukp_qs_mine = ukp_qs_claim();
-	if (likely(r)) {
-		r->nest++;
-		__asm__ volatile("" ::: "memory");
-	} else {
-		idx = ukp_srcu_read_lock();
-	}
-	/* Handlers may call libc: the program's errno is kept (its address,
-	 * per thread, is looked up once). */
-	if (unlikely(!ep))
-		ep = ukp_errno_ptr = &errno;
-	saved_errno = *ep;
-	regs->ip = pt->addr;
-	if (kcb->depth) {
-		ukp_inc_nmissed(pt);
-	} else if (!(atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT)) {
-		/* The common case, without fault recovery points. */
-		ukp_handler_enter(kcb);
-		for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-		     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE))
-			if (!kprobe_disabled(p) && p->pre_handler)
-				p->pre_handler(p, regs);
-		ukp_handler_exit(kcb);
-	} else {
-		ukp_run_pre_handlers(kcb, pt, regs);
-	}
-	*ep = saved_errno;
-	if (likely(r)) {
-		__asm__ volatile("" ::: "memory");
-		r->nest--;
-	} else {
-		ukp_srcu_read_unlock(idx);
-	}
-}
 
 struct ukp_ranges {
 	size_t n, cap;

@@ -75,14 +75,23 @@ ukp_kretprobe_trampoline:
 	movq	%rax, PT_SS(%rsp)
 
 	movq	%rsp, %rbx		/* callee-saved: our frame */
+	andq	$-16, %rsp		/* the ABI's alignment for calls */
 	/* The return value may be in %xmm0/%xmm1/%st0 and handlers are C:
-	 * keep the extended state. */
+	 * keep the extended state, unless every handler says it needs not. */
+	movq	%rbx, %rdi
+	call	ukp_kretprobe_return_needs_xstate
+	testl	%eax, %eax
+	jz	1f
 	XSAVE_BELOW
 	movq	%rbx, %rdi
 	call	ukp_kretprobe_trampoline_handler
 	movq	%rax, %r12		/* (restored from pt_regs below) */
 	XRSTOR_HERE
-	movq	%rbx, %rsp
+	jmp	2f
+1:	movq	%rbx, %rdi
+	call	ukp_kretprobe_trampoline_handler
+	movq	%rax, %r12
+2:	movq	%rbx, %rsp
 	movq	%r12, PT_SIZE(%rsp)	/* where to return */
 
 	pushq	PT_FLAGS(%rsp)

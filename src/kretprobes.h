@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* kretprobes.h - shared by kretprobes.c and the return path. */
+#ifndef UKP_KRETPROBES_H
+#define UKP_KRETPROBES_H
+
+#include "internal.h"
+
+#define UKP_RET_STACK	256	/* calls in flight per thread */
+
+struct ukp_rp_pool {
+	struct kretprobe *_Atomic rp;	/* NULL once unregistered */
+	atomic_long refs;		/* registration + instances in use */
+	size_t inst_size;
+	unsigned int n;
+	_Atomic uint64_t free_head;	/* index + 1 | ABA tag << 32 */
+	struct ukp_rp_pool *dead_next;
+	char *insts;
+};
+
+struct ukp_ret_entry {
+	struct kretprobe_instance *ri;
+	uintptr_t slot;		/* where the return address was */
+	bool altstack;		/* on the thread's signal stack */
+};
+
+/* This thread's calls in flight, innermost last. */
+struct ukp_rstack {
+	unsigned int depth;
+	struct ukp_ret_entry e[UKP_RET_STACK];
+};
+extern __thread struct ukp_rstack ukp_rstack __attribute__((tls_model("initial-exec")));
+
+extern const char ukp_kretprobe_trampoline[];
+
+void ukp_pool_put(struct kretprobe_instance *ri);
+
+#endif

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/*
+ * handler.c - the agent's probe handlers.
+ *
+ * They run in signal context (breakpoint probes) or from the return
+ * trampoline with the engine's reentry guard held: no malloc, no lock, no
+ * stdio.  Everything they touch was allocated before the first probe was
+ * armed: the shared counters, the ring pool, the definitions.  The file is
+ * built with -mgeneral-regs-only and calls no libc string function, so the
+ * handlers use only general registers (the optimized probes' fast path).
+ *
+ * A thread's first hit claims a ring from the pool with a compare-and-swap;
+ * the ring pointer lives in initial-exec TLS (the agent is preloaded, so no
+ * allocation on first access).  With no free ring the record is dropped and
+ * counted, never silently lost.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fetch.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+static __thread struct ring *my_ring __attribute__((tls_model("initial-exec")));
+/* Non-zero while agent code runs on this thread: its probe hits (malloc in
+ * the writer, registration) are not the program's and are not recorded. */
+static __thread int my_depth __attribute__((tls_model("initial-exec")));
+
+void agent_enter(void)
+{
+	my_depth++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+void agent_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	my_depth--;
+}
+
+uint64_t agent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void agent_futex_wake(_Atomic unsigned int *w)
+{
+	atomic_fetch_add_explicit(w, 1, memory_order_release);
+	syscall(SYS_futex, (unsigned int *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static struct ring *claim_ring(void)
+{
+	static _Atomic unsigned int hint;
+	unsigned int start = atomic_fetch_add_explicit(&hint, 1, memory_order_relaxed);
+	int tid = (int)syscall(SYS_gettid);
+
+	for (int k = 0; k < nrings; k++) {
+		struct ring *r = &rings[(start + (unsigned int)k) % (unsigned int)nrings];
+		int expect = RING_FREE;
+
+		if (atomic_load_explicit(&r->state, memory_order_relaxed) != RING_FREE)
+			continue;
+		if (atomic_compare_exchange_strong(&r->state, &expect, RING_OWNED)) {
+			atomic_store_explicit(&r->tid, tid, memory_order_release);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * After fork(): in the child only the calling thread exists.  Its ring is
+ * kept (emptied: the parent's writer prints what it holds) if keep; every
+ * other ring is freed.
+ */
+void agent_rings_after_fork(bool keep)
+{
+	int tid = (int)syscall(SYS_gettid);
+
+	for (int i = 0; i < nrings; i++) {
+		struct ring *r = &rings[i];
+		uint64_t h = atomic_load(&r->head);
+
+		atomic_store(&r->tail, h);
+		r->cursor = r->end = h;
+		if (keep && r == my_ring) {
+			atomic_store(&r->tid, tid);
+			continue;
+		}
+		atomic_store(&r->tid, 0);
+		atomic_store(&r->state, RING_FREE);
+	}
+	if (!keep)
+		my_ring = NULL;
+}
+
+/* Room for need contiguous bytes, or NULL. */
+static char *ring_reserve(struct ring *r, uint32_t need, uint64_t *headp)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint64_t off = head & (r->size - 1);
+	uint64_t contig = r->size - off;
+	uint64_t avail = r->size - (head - tail);
+
+	if (contig < need) {
+		struct rec *pad;
+
+		if (avail < contig + need)
+			return NULL;
+		pad = (struct rec *)(r->data + off);
+		pad->size = (uint32_t)contig;
+		pad->event = REC_PAD;
+		head += contig;
+		atomic_store_explicit(&r->head, head, memory_order_release);
+		off = 0;
+	} else if (avail < need) {
+		return NULL;
+	}
+	*headp = head;
+	return r->data + off;
+}
+
+static void get_comm(char *comm)
+{
+	/* PR_GET_NAME writes at most 16 bytes, NUL included. */
+	if (prctl(PR_GET_NAME, (unsigned long)comm, 0, 0, 0) != 0)
+		comm[0] = '\0';
+	comm[15] = '\0';
+}
+
+static void hist_add(struct uks_hist *h, int bucket, uint64_t v)
+{
+	atomic_fetch_add_explicit(&h->b[bucket], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum, v, memory_order_relaxed);
+}
+
+static bool signed_type(enum pe_type t)
+{
+	return t == PE_S8 || t == PE_S16 || t == PE_S32 || t == PE_S64;
+}
+
+static void hist_value(struct tev *t, int h, const struct fetch_ctx *ctx)
+{
+	const struct pe_arg *a = &t->ev.args[(int)t->hist_arg[h]];
+	union {
+		uint64_t u;
+		unsigned char b[8];
+	} v;
+	int n;
+	uint64_t u;
+
+	v.u = 0;
+	n = fetch_arg(a, ctx, &v, sizeof(v));
+	if (n <= 0)
+		return;
+	u = v.u;
+	if (n < 8)
+		u &= (1ull << (8 * n)) - 1;
+	if (signed_type(a->type)) {
+		int64_t s;
+
+		switch (n) {
+		case 1: s = (int8_t)u; break;
+		case 2: s = (int16_t)u; break;
+		case 4: s = (int32_t)u; break;
+		default: s = (int64_t)u; break;
+		}
+		hist_add(&shm->hist[h], uks_bucket_s(s), (uint64_t)s);
+	} else {
+		hist_add(&shm->hist[h], uks_bucket_u(u), u);
+	}
+}
+
+static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
+		 uint64_t ret, uint64_t entry_ts, const unsigned long *edata)
+{
+	struct uks_event *se = &shm->ev[t->id];
+	struct fetch_ctx ctx;
+	char comm[16];
+	uint64_t ts, head;
+	struct ring *r;
+	struct rec *rec;
+	char *p, *end;
+	uint32_t need;
+
+	if (!atomic_load_explicit(&tracing, memory_order_relaxed) || my_depth)
+		return;
+	my_depth++;
+	ts = agent_now_ns();
+	atomic_fetch_add_explicit(&se->hits, 1, memory_order_relaxed);
+	get_comm(comm);
+	ctx.regs = regs;
+	ctx.retval_valid = kind == REC_RETURN;
+	ctx.comm = comm;
+	ctx.edata = edata;
+
+	if (t->any_hist)
+		for (int h = 0; h < UKS_MAX_HISTS; h++)
+			if (t->hist_arg[h] >= 0)
+				hist_value(t, h, &ctx);
+	if (conf.latency && kind == REC_RETURN && entry_ts && ts >= entry_ts)
+		hist_add(&se->lat, uks_bucket_u(ts - entry_ts), ts - entry_ts);
+	if (!conf.events)
+		goto out;
+	if (!atomic_load_explicit(&recording, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&shm->lost_exit, 1, memory_order_relaxed);
+		goto out;
+	}
+
+	r = my_ring;
+	if (!r) {
+		r = claim_ring();
+		if (!r) {
+			atomic_fetch_add_explicit(&shm->no_buffer, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
+			goto out;
+		}
+		my_ring = r;
+	}
+	need = t->max_rec;
+	rec = (struct rec *)ring_reserve(r, need, &head);
+	if (!rec) {
+		atomic_fetch_add_explicit(&shm->drops, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
+		goto out;
+	}
+	rec->event = (uint16_t)t->id;
+	rec->kind = (uint8_t)kind;
+	rec->nargs = (uint8_t)t->ev.nargs;
+	rec->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+	rec->cpu = sched_getcpu();
+	rec->ts = ts;
+	rec->ip = ip;
+	rec->ret = ret;
+	rec->entry_ts = entry_ts;
+	p = (char *)(rec + 1);
+	for (int i = 0; i < 16; i++)
+		p[i] = comm[i];
+	p += 16;
+	end = (char *)rec + need;
+	for (int i = 0; i < t->ev.nargs; i++) {
+		int32_t *used = (int32_t *)p;
+		size_t room = (size_t)(end - p) - 8;
+		int n;
+
+		if ((size_t)(end - p) < 16) {
+			*used = -ENOSPC;
+			p += 8;
+			continue;
+		}
+		n = fetch_arg(&t->ev.args[i], &ctx, p + 8, room);
+		*used = n;
+		p += 8 + REC_ALIGN(n > 0 ? (uint32_t)n : 0u);
+	}
+	rec->size = (uint32_t)REC_ALIGN((uint32_t)(p - (char *)rec));
+	{
+		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		uint64_t nh = head + rec->size;
+
+		atomic_store_explicit(&r->head, nh, memory_order_release);
+		/* Wake the writer when the ring crosses half full. */
+		if (nh - tail > r->size / 2 && head - tail <= r->size / 2)
+			agent_futex_wake(&writer_wake);
+	}
+out:
+	my_depth--;
+}
+
+int agent_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	struct tev *t = container_of(p, struct tev, u.kp);
+
+	emit(t, regs, REC_ENTRY, (uint64_t)(uintptr_t)p->addr, 0, 0, NULL);
+	return 0;
+}
+
+/* ri->data: the entry time, then the entry arguments $argN needs. */
+int agent_kretprobe_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kretprobe *rp = get_kretprobe(ri);
+	struct tev *t;
+
+	/* Not tracing, or the agent's own call: skip it (no return handler). */
+	if (!rp || !atomic_load_explicit(&tracing, memory_order_relaxed) || my_depth)
+		return 1;
+	t = container_of(rp, struct tev, u.rp);
+	if (t->ev.nentry_args)
+		fetch_save_entry_args(&t->ev, regs, (unsigned long *)(ri->data + 8));
+	*(uint64_t *)ri->data = agent_now_ns();
+	return 0;
+}
+
+int agent_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kretprobe *rp = get_kretprobe(ri);
+	struct tev *t;
+
+	if (!rp)
+		return 0;
+	t = container_of(rp, struct tev, u.rp);
+	emit(t, regs, REC_RETURN, t->func, (uint64_t)(uintptr_t)ri->ret_addr,
+	     *(uint64_t *)ri->data, (const unsigned long *)(ri->data + 8));
+	return 0;
+}
