@@ -46,6 +46,9 @@ struct ukp_point {
 	atomic_uint flags;		/* UKP_PT_* */
 	unsigned int nprobes;
 	bool armed;			/* int3 written; ukp_kprobe_mutex */
+	/* The loaded object the probe is in (0: none known), to notice when it
+	 * is unloaded (the kernel's module notifier). */
+	uintptr_t obj_base;
 	/* For the listing. */
 	const char *object;
 	const char *sym;
@@ -158,6 +161,7 @@ enum ukp_kind {
 };
 int ukp_register_kprobes_kind(struct kprobe **kps, int num, enum ukp_kind kind);
 bool ukp_kprobe_registered(const struct kprobe *p);
+void ukp_check_gone(void);
 
 /* The pre handlers that make a kprobe a kretprobe's or a jprobe's. */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs);
@@ -171,6 +175,7 @@ bool ukp_opt_make_room(uintptr_t addr);
 bool ukp_opt_original_byte(uintptr_t addr, uint8_t *b);
 void ukp_opt_queue_point(struct ukp_point *pt);
 void ukp_opt_forget(struct ukp_point *pt);
+void ukp_opt_forget_gone(struct ukp_point *pt);
 size_t ukp_optimize_pass(unsigned int max_wait_us);
 void ukp_opt_after_fork(void);
 void ukp_opt_env_default(void);

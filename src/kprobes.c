@@ -11,6 +11,7 @@
  * handlers and the caller may free it.
  */
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,75 @@ static int ukp_check_boundary(const struct ukp_symbol *fn, uintptr_t addr)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Probes in unloaded objects: [GONE]                                        */
+/* ------------------------------------------------------------------------ */
+
+static int ukp_phdr_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+
+	(void)size;
+	c[0] = info->dlpi_adds;
+	c[1] = info->dlpi_subs;
+	return 1;
+}
+
+struct ukp_loaded_check {
+	uintptr_t base;
+	const char *name;
+	bool found;
+};
+
+static int ukp_phdr_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ukp_loaded_check *c = arg;
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if ((uintptr_t)info->dlpi_addr == c->base &&
+	    (!*info->dlpi_name || !c->name || !strcmp(base, c->name)))
+		c->found = true;
+	return c->found;
+}
+
+static void ukp_gone_cb(struct ukp_point *pt, void *arg)
+{
+	struct ukp_loaded_check c = { pt->obj_base, pt->object, false };
+
+	(void)arg;
+	if (!pt->object || (atomic_load(&pt->flags) & UKP_PT_GONE))
+		return;
+	dl_iterate_phdr(ukp_phdr_find, &c);
+	if (c.found)
+		return;
+	/* Its code is gone: never write there again (another object may be
+	 * mapped at the same address by now). */
+	atomic_fetch_or(&pt->flags, UKP_PT_GONE);
+	pt->armed = false;
+	ukp_opt_forget_gone(pt);
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+		__atomic_fetch_or(&p->flags, KPROBE_FLAG_GONE, __ATOMIC_RELAXED);
+	pr_info("probe at %#lx: %s was unloaded\n", (unsigned long)pt->addr, pt->object);
+}
+
+/**
+ * ukp_check_gone() - mark the probes of objects unloaded since the last
+ * call (cheap when no object was unloaded).  ukp_kprobe_mutex held.
+ */
+void ukp_check_gone(void)
+{
+	static unsigned long long last_subs;
+	unsigned long long c[2] = { 0, 0 };
+
+	dl_iterate_phdr(ukp_phdr_counts, c);
+	if (c[1] == last_subs)
+		return;
+	last_subs = c[1];
+	ukp_point_foreach(ukp_gone_cb, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -225,6 +295,7 @@ static struct ukp_point *ukp_point_new(uintptr_t addr, const struct ukp_symbol *
 	pt->gen = ++ukp_point_gen;
 	if (have_fn) {
 		pt->object = fn->object;
+		pt->obj_base = fn->object_base;
 		pt->sym = fn->name;
 		pt->symoff = addr - fn->addr;
 	} else {
@@ -232,6 +303,7 @@ static struct ukp_point *ukp_point_new(uintptr_t addr, const struct ukp_symbol *
 
 		if (!ukp_symbol_containing(addr, &o) || o.object) {
 			pt->object = o.object;
+			pt->obj_base = o.object_base;
 			pt->symoff = addr - o.object_base;
 		}
 	}
@@ -367,6 +439,7 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 	pd = calloc((size_t)num, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
+	ukp_check_gone();
 	ukp_symbols_refresh();
 	ukp_slot_mark(&mark);
 
@@ -521,6 +594,7 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 	int ndead = 0;
 	bool changed = false, any = false;
 
+	ukp_check_gone();
 	for (int i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
 		struct ukp_point *pt;
@@ -602,6 +676,7 @@ static int ukp_set_disabled(struct kprobe *p, bool disable)
 	if (!p)
 		return -EINVAL;
 	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_check_gone();
 	pt = ukp_valid_point(p);
 	if (!pt) {
 		err = -EINVAL;
@@ -640,6 +715,7 @@ UKP_API int ukprobes_set_enabled(int enabled)
 	bool changed = false;
 
 	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_check_gone();
 	atomic_store(&ukp_kprobes_all_disarmed, !enabled);
 	ukp_point_foreach(ukp_update_cb, &changed);
 	if (changed)

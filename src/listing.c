@@ -47,6 +47,7 @@ UKP_API int ukprobes_print_list(FILE *out)
 	if (!out)
 		return -EINVAL;
 	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_check_gone();
 	ukp_point_foreach(ukp_list_point, &ctx);
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 	return ctx.lines;
@@ -67,7 +68,9 @@ UKP_API int ukprobes_print_blacklist(FILE *out)
 
 	if (!out)
 		return -EINVAL;
+	pthread_mutex_lock(&ukp_kprobe_mutex);
 	ukp_symbols_refresh();
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
 	ukp_blacklist_foreach(ukp_bl_line, &ctx);
 	return ctx.lines;
 }

@@ -371,6 +371,21 @@ void ukp_opt_forget(struct ukp_point *pt)
 	pt->opt_queued = false;
 }
 
+/** ukp_opt_forget_gone() - @pt's object was unloaded: drop its
+ * optimization without writing its (unmapped) code. */
+void ukp_opt_forget_gone(struct ukp_point *pt)
+{
+	struct ukp_opt *op = atomic_load(&pt->opt);
+
+	ukp_opt_forget(pt);
+	if (!op)
+		return;
+	atomic_store(&pt->opt, NULL);
+	ukp_point_set_optflags(pt, false, false);
+	op->retired_next = ukp_opt_retired;
+	ukp_opt_retired = op;
+}
+
 /* Build the detour of @pt: PREPARED.  False when it cannot be optimized. */
 static bool ukp_opt_prepare(struct ukp_point *pt)
 {
@@ -443,6 +458,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	struct ukp_region_check rc = { 0 };
 	size_t n = 0, waiting = 0;
 
+	ukp_check_gone();
 	if (!ukp_opt_nqueue || ukp_opt_init())
 		return ukp_opt_nqueue;
 	batch = calloc(ukp_opt_nqueue, sizeof(*batch));
