@@ -91,6 +91,7 @@ extern atomic_int ukp_kprobes_all_disarmed;
 unsigned int ukp_srcu_read_lock(void);
 void ukp_srcu_read_unlock(unsigned int idx);
 void ukp_synchronize(void);
+void ukp_srcu_after_fork(void);
 
 /* ------------------------------------------------------------------------ */
 /* Code patching (text.c): the only place that writes code                  */
@@ -142,6 +143,10 @@ void ukp_slot_unmap_new_since(unsigned long mark);
 int ukp_trap_install(void);		/* idempotent, mutex held */
 void ukp_trap_uninstall_if_unused(void);
 void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc);
+void ukp_signal_after_fork(void);
+/* After a program's signal handler returns: move a context left inside
+ * code that was optimized meanwhile (trap-safe). */
+void ukp_resume_fixup(void *ucv);
 int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 		    const sigset_t *mask);
 void ukp_signal_give_back(int sig);
@@ -180,6 +185,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us);
 void ukp_opt_after_fork(void);
 void ukp_opt_env_default(void);
 uintptr_t ukp_opt_resume_ip(struct ukp_point *pt);	/* trap-safe */
+uintptr_t ukp_opt_redirect(uintptr_t ip);		/* trap-safe */
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
 
 /* Count a missed hit on every probe of @pt (trap path). */

@@ -39,6 +39,8 @@ static void ukp_atfork_parent(void)
 
 static void ukp_atfork_child(void)
 {
+	ukp_srcu_after_fork();
+	ukp_signal_after_fork();
 	ukp_text_after_fork();
 	ukp_opt_after_fork();
 	pthread_mutex_unlock(&ukp_kprobe_mutex);

@@ -78,7 +78,9 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 		struct kretprobe *rp = get_kretprobe(ri);
 
 		if (rp && rp->handler) {
-			if (kcb->depth) {
+			if (kcb->internal) {
+				/* ukprobes' own thread: no handler. */
+			} else if (kcb->depth) {
 				/* Returning inside another probe's handler. */
 				__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 			} else {

@@ -67,8 +67,9 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 		ep = ukp_errno_ptr = &errno;
 	saved_errno = *ep;
 	regs->ip = pt->addr;
-	if (kcb->depth) {
-		ukp_inc_nmissed(pt);
+	if (kcb->depth || kcb->internal) {
+		if (!kcb->internal)
+			ukp_inc_nmissed(pt);
 	} else if (!(atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT)) {
 		/* The common case, without fault recovery points. */
 		ukp_handler_enter(kcb);
@@ -87,4 +88,10 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 	} else {
 		ukp_srcu_read_unlock(idx);
 	}
+}
+
+/* After fork(): this thread's record was cleared with all the others. */
+void ukp_opt_forget_thread_record(void)
+{
+	ukp_qs_mine = NULL;
 }

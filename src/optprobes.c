@@ -135,7 +135,7 @@ static void ukp_opt_synchronize(struct ukp_ranges *rs)
 	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
 		unsigned int spins = 0;
 
-		while (atomic_load(&recs[i].tid) && recs[i].nest) {
+		while (atomic_load(&recs[i].tid) && recs[i].nest > 0) {
 			if (++spins < 64) {
 				sched_yield();
 			} else {
@@ -532,6 +532,8 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 static void *ukp_optimizer_thread(void *arg)
 {
 	(void)arg;
+	/* Probes it hits (malloc, strlen...) are not the program's events. */
+	ukp_this_kcb()->internal = true;
 	pthread_mutex_lock(&ukp_kprobe_mutex);
 	for (;;) {
 		while (!ukp_opt_nqueue)
@@ -552,8 +554,17 @@ static void *ukp_optimizer_thread(void *arg)
 /** ukp_opt_after_fork() - the child has no optimizer thread. */
 void ukp_opt_after_fork(void)
 {
+	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
+
 	ukp_optimizer_running = false;
 	pthread_cond_init(&ukp_opt_cond, NULL);
+	/* Only the forking thread came along; its own record (if it forked
+	 * from a handler) is cleared too, and never waited for below zero. */
+	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
+		recs[i].nest = 0;
+		atomic_store(&recs[i].tid, 0);
+	}
+	ukp_opt_forget_thread_record();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -621,3 +632,35 @@ uintptr_t ukp_opt_resume_ip(struct ukp_point *pt)
 	return op ? arch_opt_resume_ip(&op->aop) : 0;
 }
 NOKPROBE_SYMBOL(ukp_opt_resume_ip);
+
+/**
+ * ukp_opt_redirect() - where a thread stopped at @ip should resume if @ip
+ * lies where an optimized jump now is: inside a region past its first byte
+ * (it was there before the jump went in), or in the step slot of such a
+ * probe (it was about to run the copy, or to jump back into the region).
+ * The detour's copy of the same instruction.  0 when @ip is fine.
+ */
+uintptr_t ukp_opt_redirect(uintptr_t ip)
+{
+	const struct ukp_slot_info *si;
+	uintptr_t slot;
+
+	for (uintptr_t back = 1; back < 32 && back < ip; back++) {
+		struct ukp_point *q = ukp_point_lookup(ip - back);
+		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
+
+		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED &&
+		    ip < q->addr + arch_opt_region_len(&op->aop))
+			return arch_opt_copy_ip(&op->aop, back);
+	}
+	si = ukp_slot_info_at(ip, &slot);
+	if (si && !si->detour && (ip == slot || ip == slot + si->len)) {
+		struct ukp_point *q = ukp_point_lookup(si->addr);
+		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
+
+		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED)
+			return arch_opt_copy_ip(&op->aop, ip - slot);
+	}
+	return 0;
+}
+NOKPROBE_SYMBOL(ukp_opt_redirect);

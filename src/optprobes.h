@@ -19,5 +19,6 @@ struct ukp_qs_rec {
 extern struct ukp_qs_rec *_Atomic ukp_qs_recs;
 
 void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs);
+void ukp_opt_forget_thread_record(void);
 
 #endif

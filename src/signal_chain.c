@@ -26,6 +26,7 @@ extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 struct ukp_app_sig {
 	atomic_uint seq;	/* odd while being written */
 	atomic_bool owned;	/* the kernel runs ukprobes' handler */
+	atomic_bool wrapped;	/* the kernel runs ukp_app_signal_wrapper */
 	struct sigaction act;	/* the program's wish */
 };
 
@@ -97,13 +98,20 @@ int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 		if (__sigaction(sig, &ours, &prev)) {
 			err = -errno;
 		} else {
-			ukp_app_write(sig, &prev);
+			/* A wrapped handler's table entry is the program's
+			 * wish already; the kernel's was our wrapper. */
+			if (!atomic_load(&ukp_app[sig].wrapped))
+				ukp_app_write(sig, &prev);
+			atomic_store(&ukp_app[sig].wrapped, false);
 			atomic_store(&ukp_app[sig].owned, true);
 		}
 	}
 	ukp_sig_wlock_drop();
 	return err;
 }
+
+static int ukp_sigaction_unowned(int sig, const struct sigaction *act,
+				 struct sigaction *old);
 
 /** ukp_signal_give_back() - hand @sig back to the program's action. */
 void ukp_signal_give_back(int sig)
@@ -113,8 +121,9 @@ void ukp_signal_give_back(int sig)
 	ukp_sig_wlock_take();
 	if (atomic_load(&ukp_app[sig].owned)) {
 		ukp_app_read(sig, &act);
-		__sigaction(sig, &act, NULL);
 		atomic_store(&ukp_app[sig].owned, false);
+		atomic_store(&ukp_app[sig].wrapped, false);
+		ukp_sigaction_unowned(sig, &act, NULL);
 	}
 	ukp_sig_wlock_drop();
 }
@@ -184,6 +193,82 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 NOKPROBE_SYMBOL(ukp_chain_signal);
 
 /* ------------------------------------------------------------------------ */
+/* The program's other handlers                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A handler of the program's for any other signal runs through this
+ * wrapper: when it returns, the interrupted context may have to be moved
+ * (ukp_resume_fixup(): code that was optimized while the handler ran).
+ * The kernel applies the program's own flags and mask; the wrapper only
+ * adds SA_SIGINFO to see the context.
+ */
+static void ukp_app_signal_wrapper(int sig, siginfo_t *info, void *ucv)
+{
+	struct sigaction act;
+
+	ukp_app_read(sig, &act);
+	if (act.sa_flags & SA_RESETHAND) {
+		/* The kernel reset its action: so does the program's view. */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		ukp_sig_wlock_take();
+		ukp_app_write(sig, &dfl);
+		atomic_store(&ukp_app[sig].wrapped, false);
+		ukp_sig_wlock_drop();
+	}
+	if (act.sa_handler == SIG_DFL || act.sa_handler == SIG_IGN)
+		return;		/* changed while this signal was on its way */
+	if (act.sa_flags & SA_SIGINFO)
+		act.sa_sigaction(sig, info, ucv);
+	else
+		act.sa_handler(sig);
+	ukp_resume_fixup(ucv);
+}
+NOKPROBE_SYMBOL(ukp_app_signal_wrapper);
+
+static bool ukp_wrappable(int sig, const struct sigaction *act)
+{
+	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+	       sig != SIGKILL && sig != SIGSTOP;
+}
+
+/* sigaction() for a signal ukprobes does not own.  Write lock held. */
+static int ukp_sigaction_unowned(int sig, const struct sigaction *act,
+				 struct sigaction *old)
+{
+	bool was_wrapped = atomic_load(&ukp_app[sig].wrapped), wrap = false;
+	struct sigaction prev, kact, kold;
+
+	if (was_wrapped)
+		ukp_app_read(sig, &prev);
+	if (act) {
+		kact = *act;
+		/* A handler must not run with SIGTRAP blocked: a probe it
+		 * hits would kill the process (signal_mask.c). */
+		ukp_mask_strip_trap(&kact);
+		wrap = ukp_wrappable(sig, act);
+		if (wrap) {
+			ukp_app_write(sig, act);
+			kact.sa_sigaction = ukp_app_signal_wrapper;
+			kact.sa_flags |= SA_SIGINFO;
+		}
+	}
+	if (__sigaction(sig, act ? &kact : NULL, &kold)) {
+		if (wrap && was_wrapped)
+			ukp_app_write(sig, &prev);
+		return -1;
+	}
+	if (act)
+		atomic_store(&ukp_app[sig].wrapped, wrap);
+	if (old)
+		*old = was_wrapped ? prev : kold;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Interposers                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -196,16 +281,7 @@ UKP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 		return __sigaction(sig, act, old);
 	ukp_sig_wlock_take();
 	if (!atomic_load(&ukp_app[sig].owned)) {
-		struct sigaction copy;
-
-		/* A handler must not run with SIGTRAP blocked: a probe it
-		 * hits would kill the process (signal_mask.c). */
-		if (act && sigismember(&act->sa_mask, SIGTRAP) == 1) {
-			copy = *act;
-			ukp_mask_strip_trap(&copy);
-			act = &copy;
-		}
-		ret = __sigaction(sig, act, old);
+		ret = ukp_sigaction_unowned(sig, act, old);
 		ukp_sig_wlock_drop();
 		return ret;
 	}
@@ -253,4 +329,11 @@ UKP_API sighandler_t bsd_signal(int sig, sighandler_t handler)
 UKP_API sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
 	return ukp_signal_as(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+/** ukp_signal_after_fork() - a thread that held the write flag at fork()
+ * did not come along. */
+void ukp_signal_after_fork(void)
+{
+	atomic_flag_clear(&ukp_sig_wlock);
 }

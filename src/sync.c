@@ -17,28 +17,51 @@
 #include <sched.h>
 #include <time.h>
 
+#include <ukprobes.h>
+
 #include "internal.h"
 
 static struct {
 	atomic_ulong ctr[2];
 	atomic_uint phase;
+	atomic_uint fork_gen;	/* sections opened before a fork() are void */
 } ukp_srcu;
 
 /* Serializes writers; the trap path never takes it. */
 static pthread_mutex_t ukp_srcu_mutex = PTHREAD_MUTEX_INITIALIZER;
 
+/* The cookie: the phase in bit 0, the fork generation above it. */
 unsigned int ukp_srcu_read_lock(void)
 {
 	unsigned int idx = atomic_load_explicit(&ukp_srcu.phase,
 						memory_order_relaxed) & 1;
 
 	atomic_fetch_add_explicit(&ukp_srcu.ctr[idx], 1, memory_order_seq_cst);
-	return idx;
+	return idx | atomic_load_explicit(&ukp_srcu.fork_gen, memory_order_relaxed) << 1;
 }
+NOKPROBE_SYMBOL(ukp_srcu_read_lock);
 
-void ukp_srcu_read_unlock(unsigned int idx)
+void ukp_srcu_read_unlock(unsigned int cookie)
 {
-	atomic_fetch_sub_explicit(&ukp_srcu.ctr[idx], 1, memory_order_release);
+	/* Opened in the parent of a fork(): the child's counters never
+	 * counted it. */
+	if (cookie >> 1 != atomic_load_explicit(&ukp_srcu.fork_gen, memory_order_relaxed))
+		return;
+	atomic_fetch_sub_explicit(&ukp_srcu.ctr[cookie & 1], 1, memory_order_release);
+}
+NOKPROBE_SYMBOL(ukp_srcu_read_unlock);
+
+/**
+ * ukp_srcu_after_fork() - in the child: the other threads, and the read
+ * sections they held, did not come along.  A section of the forking thread
+ * itself (fork() called from a handler) ends without counting.
+ */
+void ukp_srcu_after_fork(void)
+{
+	atomic_store(&ukp_srcu.ctr[0], 0);
+	atomic_store(&ukp_srcu.ctr[1], 0);
+	atomic_fetch_add(&ukp_srcu.fork_gen, 1);
+	pthread_mutex_init(&ukp_srcu_mutex, NULL);
 }
 
 static void ukp_srcu_wait_drained(unsigned int idx)

@@ -165,11 +165,13 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	arch_regs_from_uc(&regs, uc);
 	regs.ip = bp;
 
-	if (kcb->depth) {
+	if (kcb->depth || kcb->internal) {
 		/* Reentered from a handler: run no handlers, count the miss,
 		 * still execute the instruction (never by a step, which would
-		 * need the post path: boost or emulate). */
-		ukp_inc_nmissed(pt);
+		 * need the post path: boost or emulate).  ukprobes' own thread
+		 * runs no handler and misses nothing. */
+		if (!kcb->internal)
+			ukp_inc_nmissed(pt);
 		if (!(regs.ip = ukp_opt_resume_ip(pt))) {
 			regs.ip = bp;
 			arch_execute(pt, &regs, false, &step_trap, &copy);
@@ -411,3 +413,15 @@ int ukp_trap_install(void)
 		installed = true;
 	return err;
 }
+
+void ukp_resume_fixup(void *ucv)
+{
+	ucontext_t *uc = ucv;
+	unsigned int idx = ukp_srcu_read_lock();
+	uintptr_t to = ukp_opt_redirect(arch_uc_ip(uc));
+
+	if (to)
+		arch_uc_set_ip(uc, to);
+	ukp_srcu_read_unlock(idx);
+}
+NOKPROBE_SYMBOL(ukp_resume_fixup);

@@ -12,6 +12,7 @@
 /* Per-thread kprobe control block (the kernel's struct kprobe_ctlblk). */
 struct ukp_kcb {
 	int depth;			/* >0: a handler runs on this thread */
+	bool internal;			/* ukprobes' own thread: runs no handler */
 	struct kprobe *cur;		/* whose handler runs */
 	sigjmp_buf *recover;		/* where a handled handler fault resumes */
 	const ucontext_t *uc;		/* the trap's context, while handlers run */

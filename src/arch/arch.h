@@ -174,6 +174,11 @@ int arch_optimize_stage2(struct ukp_point *pt, struct arch_optinsn *op);
 int arch_unoptimize_stage1(struct ukp_point *pt, struct arch_optinsn *op);
 int arch_unoptimize_stage2(struct ukp_point *pt, struct arch_optinsn *op);
 
+/** arch_opt_copy_ip() - the detour's copy of the region instruction at
+ * byte @off of the region (the region's end if @off is past its last
+ * instruction), or 0 when no instruction starts at @off.  Trap path. */
+uintptr_t arch_opt_copy_ip(const struct arch_optinsn *op, size_t off);
+
 /**
  * arch_opt_translate() - @ip is in a detour's relocated copy (slot @slot,
  * described by @info): the original address of that instruction.

@@ -361,3 +361,16 @@ bool arch_opt_translate(const struct ukp_slot_info *info, uintptr_t slot,
 	return false;
 }
 NOKPROBE_SYMBOL(arch_opt_translate);
+
+uintptr_t arch_opt_copy_ip(const struct arch_optinsn *op, size_t off)
+{
+	const uint8_t *hdr = (const uint8_t *)op->detour;
+
+	if (off >= op->rlen)
+		return 0;
+	for (unsigned int i = 0; i < hdr[0] && i < X86_OPT_MAX_INSN; i++)
+		if (hdr[1 + 2 * i] == off)
+			return op->detour + X86_OPT_HEADER + hdr[2 + 2 * i];
+	return 0;
+}
+NOKPROBE_SYMBOL(arch_opt_copy_ip);
