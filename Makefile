@@ -49,7 +49,7 @@ LIB_A      := $(B)/libukprobes.a
 LINK_UKP   := -L$(B) -Wl,-rpath,$(abspath $(B)) -lukprobes
 
 .PHONY: all lib demo check bench install clean deps
-all: lib
+all: lib tool
 lib: $(LIB_SO) $(LIB_A) $(B)/libukprobes.so
 
 $(B)/%.o: %.c $(LIB_HDRS)
@@ -92,6 +92,7 @@ deps:
 -include samples/samples.mk
 -include man/man.mk
 -include packaging/packaging.mk
+-include tools/tools.mk
 
 clean:
 	rm -rf build build-san bench/results.json

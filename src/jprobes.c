@@ -19,6 +19,7 @@
 #include "arch.h"
 #include "symbols.h"
 #include "trap.h"
+#include "thread_ext.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -28,21 +29,28 @@ int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	struct jprobe *jp = container_of(p, struct jprobe, kp);
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	struct ukp_point *pt = kprobe_point(p);
+	struct ukp_thread_ext *ext = ukp_ext_get();
+	struct ukp_jprobe_state *js;
 
-	if (kcb->jp_active || !pt)
+	if (!pt)
 		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(kcb->jp_stack); i++)
-		if (arch_safe_read_ulong(regs->sp + i * sizeof(long), &kcb->jp_stack[i]))
-			kcb->jp_stack[i] = 0;
-	kcb->jp_regs = *regs;
+	if (!ext || ext->jp.active) {
+		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	js = &ext->jp;
+	for (size_t i = 0; i < ARRAY_SIZE(js->stack); i++)
+		if (arch_safe_read_ulong(regs->sp + i * sizeof(long), &js->stack[i]))
+			js->stack[i] = 0;
+	js->regs = *regs;
 	if (kcb->uc)
-		arch_save_fpargs(kcb->uc, kcb->jp_fpargs);
-	kcb->jp_addr = pt->addr;
-	kcb->jp_gen = pt->gen;
-	kcb->jp_active = true;
+		arch_save_fpargs(kcb->uc, js->fpargs);
+	js->addr = pt->addr;
+	js->gen = pt->gen;
+	js->active = true;
 	/* unregister_jprobe() waits for the entry function to finish, as the
 	 * kernel's did (it ran with preemption off). */
-	kcb->jp_srcu = ukp_srcu_read_lock();
+	js->srcu = ukp_srcu_read_lock();
 	/* Stay "inside a handler" until jprobe_return(). */
 	ukp_handler_enter(kcb);
 	regs->ip = (unsigned long)jp->entry;
@@ -53,24 +61,26 @@ NOKPROBE_SYMBOL(ukp_jprobe_pre_handler);
 /* The int3 of jprobe_return(): restore and execute the probed instruction. */
 bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp)
 {
+	struct ukp_thread_ext *ext = ukp_ext_peek();
+	struct ukp_jprobe_state *js = ext ? &ext->jp : NULL;
 	struct pt_regs regs;
 	struct ukp_point *pt;
 
-	if (bp != (uintptr_t)jprobe_return || !kcb->jp_active)
+	if (bp != (uintptr_t)jprobe_return || !js || !js->active)
 		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(kcb->jp_stack); i++)
-		arch_safe_write_ulong(kcb->jp_regs.sp + i * sizeof(long), kcb->jp_stack[i]);
-	regs = kcb->jp_regs;
-	arch_restore_fpargs(uc, kcb->jp_fpargs);
-	kcb->jp_active = false;
+	for (size_t i = 0; i < ARRAY_SIZE(js->stack); i++)
+		arch_safe_write_ulong(js->regs.sp + i * sizeof(long), js->stack[i]);
+	regs = js->regs;
+	arch_restore_fpargs(uc, js->fpargs);
+	js->active = false;
 	ukp_handler_exit(kcb);
-	ukp_srcu_read_unlock(kcb->jp_srcu);
-	pt = ukp_point_lookup(kcb->jp_addr);
-	if (pt && pt->gen == kcb->jp_gen) {
+	ukp_srcu_read_unlock(js->srcu);
+	pt = ukp_point_lookup(js->addr);
+	if (pt && pt->gen == js->gen) {
 		ukp_execute_insn(kcb, pt, uc, &regs);
 	} else {
 		/* Unregistered meanwhile: the original byte is back. */
-		regs.ip = kcb->jp_addr;
+		regs.ip = js->addr;
 		arch_regs_to_uc(&regs, uc);
 	}
 	return true;
@@ -98,6 +108,7 @@ UKP_API int register_jprobes(struct jprobe **jps, int num)
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
+	ukp_ext_reserve();
 	for (int i = 0; i < num && !err; i++) {
 		err = ukp_jprobe_prepare(jps[i]);
 		if (!err)

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "kretprobes.h"
+#include "thread_ext.h"
 #include "trap.h"
 
 /**
@@ -23,11 +24,12 @@
 int ukp_kretprobe_return_needs_xstate(struct pt_regs *regs)
 {
 	uintptr_t slot = regs->sp - sizeof(unsigned long);
+	struct ukp_thread_ext *ext = ukp_ext_peek();
 	unsigned int idx = ukp_srcu_read_lock();
-	int need = 0;
+	int need = !ext;
 
-	for (unsigned int i = ukp_rstack.depth; i && !need; i--) {
-		struct ukp_ret_entry *e = &ukp_rstack.e[i - 1];
+	for (unsigned int i = ext ? ext->rstack.depth : 0; i && !need; i--) {
+		struct ukp_ret_entry *e = &ext->rstack.e[i - 1];
 		struct kretprobe *rp;
 
 		if (e->slot < slot)
@@ -53,11 +55,13 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 {
 	uintptr_t slot = regs->sp - sizeof(unsigned long);
 	struct ukp_kcb *kcb = ukp_this_kcb();
-	unsigned int idx, i = ukp_rstack.depth;
+	struct ukp_thread_ext *ext = ukp_ext_peek();
+	struct ukp_rstack *rs = ext ? &ext->rstack : NULL;
+	unsigned int idx, i = rs ? rs->depth : 0;
 	int saved_errno = errno;
 	unsigned long ret;
 
-	while (i && ukp_rstack.e[i - 1].slot != slot)
+	while (i && rs->e[i - 1].slot != slot)
 		i--;
 	if (!i) {
 		static const char msg[] =
@@ -67,14 +71,14 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 		abort();
 	}
 	/* Entries above the match were jumped over by longjmp. */
-	while (ukp_rstack.depth > i)
-		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
-	ret = (unsigned long)ukp_rstack.e[i - 1].ri->ret_addr;
+	while (rs->depth > i)
+		ukp_pool_put(rs->e[--rs->depth].ri);
+	ret = (unsigned long)rs->e[i - 1].ri->ret_addr;
 	regs->ip = ret;
 
 	idx = ukp_srcu_read_lock();
-	while (ukp_rstack.depth && ukp_rstack.e[ukp_rstack.depth - 1].slot == slot) {
-		struct kretprobe_instance *ri = ukp_rstack.e[--ukp_rstack.depth].ri;
+	while (rs->depth && rs->e[rs->depth - 1].slot == slot) {
+		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
 		struct kretprobe *rp = get_kretprobe(ri);
 
 		if (rp && rp->handler) {

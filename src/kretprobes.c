@@ -35,6 +35,7 @@
 #include "symbols.h"
 #include "trap.h"
 #include "kretprobes.h"
+#include "thread_ext.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -45,7 +46,6 @@
  * next API call (the trampoline may run in a signal handler: no free()). */
 static struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
-__thread struct ukp_rstack ukp_rstack __attribute__((tls_model("initial-exec")));
 
 static struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)
 {
@@ -126,64 +126,39 @@ static bool ukp_on_altstack(const ucontext_t *uc, uintptr_t sp)
 }
 NOKPROBE_SYMBOL(ukp_on_altstack);
 
-/*
- * A thread that exits inside probed functions gives their instances back
- * (the kernel's kprobe_flush_task()): a thread-specific key's destructor.
- */
-static pthread_key_t ukp_rstack_key;
-static bool ukp_rstack_key_ok;
-static __thread bool ukp_rstack_keyed __attribute__((tls_model("initial-exec")));
-
-static void ukp_rstack_flush(void *arg)
-{
-	(void)arg;
-	while (ukp_rstack.depth)
-		ukp_pool_put(ukp_rstack.e[--ukp_rstack.depth].ri);
-}
-
-/* glibc keeps the first 32 keys' values in the thread descriptor, so
- * setting one allocates nothing: safe on the trap path. */
-#define UKP_KEY_NO_ALLOC 32
-
-static void ukp_rstack_track_thread(void)
-{
-	if (ukp_rstack_keyed || !ukp_rstack_key_ok || ukp_rstack_key >= UKP_KEY_NO_ALLOC)
-		return;
-	ukp_rstack_keyed = true;
-	pthread_setspecific(ukp_rstack_key, &ukp_rstack);
-}
-NOKPROBE_SYMBOL(ukp_rstack_track_thread);
-
 /* The entry probe's pre handler (the kernel's pre_handler_kretprobe). */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 {
 	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
 	struct ukp_rp_pool *pool = rp->ukp_pool;
 	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct ukp_thread_ext *ext = ukp_ext_get();
+	struct ukp_rstack *rs;
 	struct kretprobe_instance *ri;
 	uintptr_t slot = regs->sp;
 	unsigned long ret;
 	bool alt = ukp_on_altstack(kcb->uc, slot);
 
-	if (arch_safe_read_ulong(slot, &ret)) {
+	if (!ext || arch_safe_read_ulong(slot, &ret)) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	rs = &ext->rstack;
 	/* Frames at or below this call's return slot on the same stack are
 	 * dead (left by longjmp): give their instances back.  An entry for
 	 * this very slot whose return address is already the trampoline is
 	 * another kretprobe on the same call: alive. */
-	while (ukp_rstack.depth) {
-		struct ukp_ret_entry *e = &ukp_rstack.e[ukp_rstack.depth - 1];
+	while (rs->depth) {
+		struct ukp_ret_entry *e = &rs->e[rs->depth - 1];
 
 		if (e->altstack != alt || e->slot > slot)
 			break;
 		if (e->slot == slot && ret == (unsigned long)ukp_kretprobe_trampoline)
 			break;
-		ukp_rstack.depth--;
+		rs->depth--;
 		ukp_pool_put(e->ri);
 	}
-	if (ukp_rstack.depth == UKP_RET_STACK) {
+	if (rs->depth == UKP_RET_STACK) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -192,9 +167,9 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (ret == (unsigned long)ukp_kretprobe_trampoline && ukp_rstack.depth &&
-	    ukp_rstack.e[ukp_rstack.depth - 1].slot == slot)
-		ret = (unsigned long)ukp_rstack.e[ukp_rstack.depth - 1].ri->ret_addr;
+	if (ret == (unsigned long)ukp_kretprobe_trampoline && rs->depth &&
+	    rs->e[rs->depth - 1].slot == slot)
+		ret = (unsigned long)rs->e[rs->depth - 1].ri->ret_addr;
 	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
 	ri->ret_addr = (kprobe_opcode_t *)ret;
 	ri->fp = (void *)slot;
@@ -206,11 +181,10 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		ukp_pool_put(ri);
 		return 0;
 	}
-	ukp_rstack_track_thread();
-	ukp_rstack.e[ukp_rstack.depth].ri = ri;
-	ukp_rstack.e[ukp_rstack.depth].slot = slot;
-	ukp_rstack.e[ukp_rstack.depth].altstack = alt;
-	ukp_rstack.depth++;
+	rs->e[rs->depth].ri = ri;
+	rs->e[rs->depth].slot = slot;
+	rs->e[rs->depth].altstack = alt;
+	rs->depth++;
 	return 0;
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
@@ -218,11 +192,6 @@ NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
 /* ------------------------------------------------------------------------ */
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
-
-static void ukp_rstack_key_init(void)
-{
-	ukp_rstack_key_ok = !pthread_key_create(&ukp_rstack_key, ukp_rstack_flush);
-}
 
 static int ukp_default_maxactive(void)
 {
@@ -291,11 +260,7 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 	if (!rps || num <= 0)
 		return -EINVAL;
 	ukp_free_dead_pools();
-	{
-		static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-		pthread_once(&once, ukp_rstack_key_init);
-	}
+	ukp_ext_reserve();
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;

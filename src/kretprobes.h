@@ -28,7 +28,6 @@ struct ukp_rstack {
 	unsigned int depth;
 	struct ukp_ret_entry e[UKP_RET_STACK];
 };
-extern __thread struct ukp_rstack ukp_rstack __attribute__((tls_model("initial-exec")));
 
 extern const char ukp_kretprobe_trampoline[];
 

@@ -7,8 +7,6 @@
 
 #include "internal.h"
 
-#define UKP_JPROBE_STACK 128	/* bytes of stack a jprobe saves (kernel: 64) */
-
 /* Per-thread kprobe control block (the kernel's struct kprobe_ctlblk). */
 struct ukp_kcb {
 	int depth;			/* >0: a handler runs on this thread */
@@ -22,14 +20,6 @@ struct ukp_kcb {
 	uintptr_t ss_addr;		/* the probed instruction */
 	unsigned long ss_gen;		/* its point's generation */
 	uint64_t ss_mask;		/* the program's signal mask */
-	/* A jprobe entry function running, until jprobe_return(). */
-	bool jp_active;
-	uintptr_t jp_addr;
-	unsigned long jp_gen;
-	unsigned int jp_srcu;		/* read section held across the entry */
-	struct pt_regs jp_regs;
-	unsigned long jp_stack[UKP_JPROBE_STACK / sizeof(unsigned long)];
-	unsigned char jp_fpargs[UKP_ARCH_FPARGS_SIZE];	/* vector argument registers */
 };
 
 /* Initial-exec TLS: no allocation, no call to reach it. */

@@ -6,7 +6,7 @@ set -u
 B=${1:-build}
 only=${2:-}
 pass=0; fail=0; progs_failed=()
-for t in "$B"/tests/unit/* "$B"/tests/scenario/* "$B"/tests/realworld/*; do
+for t in "$B"/tests/unit/* "$B"/tests/scenario/* "$B"/tests/realworld/* "$B"/tests/tool/*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue
 	name=$(basename "$t")
 	if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi

@@ -33,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,12 +52,14 @@ int ntevs;
 struct uks *shm;
 struct ring *rings;
 int nrings;
+_Atomic int rings_owned;
 _Atomic int tracing;
 _Atomic int recording;
 
 /* Read by the audit module (through the main program's scope). */
 AGENT_API int ukprobe_agent_ready;
 AGENT_API void ukprobe_agent_objects_changed(void);
+AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base);
 
 enum { AGENT_OFF, AGENT_TRACING, AGENT_CHILD_OFF };
 static int agent_state = AGENT_OFF;
@@ -64,8 +68,9 @@ static pid_t agent_pid;
 /* For the environment of traced children: NAME=value strings. */
 static char *env_conf, *env_defs, *env_hists;
 static char *env_conf_next;	/* env_conf for the next image */
-static char *agent_path, *audit_path;
+static char *agent_path, *audit_path, *preload_path;
 static int tool_pid, tool_out_fd, tool_shm_fd;
+static unsigned long tls_surplus;
 static unsigned long long out_dev, out_ino, shm_dev, shm_ino;
 
 /* nmissed already added to the shared counters (fork children inherit
@@ -160,6 +165,8 @@ static void parse_conf(const char *s)
 			conf.out_path = strdup(v);
 		else if (!strcmp(kv, "agent"))
 			agent_path = strdup(v);
+		else if (!strcmp(kv, "preload"))
+			preload_path = strdup(v);
 		else if (!strcmp(kv, "audit"))
 			audit_path = strdup(v);
 		else if (!strcmp(kv, "toolpid"))
@@ -168,6 +175,8 @@ static void parse_conf(const char *s)
 			tool_out_fd = atoi(v);
 		else if (!strcmp(kv, "toolshm"))
 			tool_shm_fd = atoi(v);
+		else if (!strcmp(kv, "tls"))
+			tls_surplus = strtoul(v, NULL, 0);
 		else if (!strcmp(kv, "outid"))
 			sscanf(v, "%llu:%llu", &out_dev, &out_ino);
 		else if (!strcmp(kv, "shmid"))
@@ -217,15 +226,48 @@ static int find_fd(int fd, unsigned long long dev, unsigned long long ino,
 	return nfd;
 }
 
+/*
+ * The output descriptor, if it is still ours; if the program closed it (or
+ * reused its number), a new one through the command's /proc/PID/fd or the
+ * -o path, at a new number.  -1 if there is none.
+ */
+int agent_output_fd(void)
+{
+	int fd;
+
+	if (fd_is(conf.out_fd, out_dev, out_ino))
+		return conf.out_fd;
+	fd = find_fd(-1, out_dev, out_ino, tool_out_fd, O_WRONLY | O_APPEND);
+	if (fd < 0 && conf.out_path) {
+		int nfd = open(conf.out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+		if (nfd >= 0 && fd_is(nfd, out_dev, out_ino)) {
+			fd = fcntl(nfd, F_DUPFD_CLOEXEC, 700);
+			if (fd >= 0)
+				close(nfd);
+			else
+				fd = nfd;
+		} else if (nfd >= 0) {
+			close(nfd);
+		}
+	}
+	if (fd >= 0 && conf.follow)
+		fcntl(fd, F_SETFD, 0);
+	conf.out_fd = fd;
+	return fd;
+}
+
 /* Put the program's own LD_PRELOAD / LD_AUDIT back and drop ours. */
 static void strip_env(void)
 {
 	static const char *const ours[] = {
 		"UKPROBE_AGENT_CONF", "UKPROBE_AGENT_DEFS", "UKPROBE_AGENT_HISTS",
 		"UKPROBE_AGENT_ORIG_LD_PRELOAD", "UKPROBE_AGENT_ORIG_LD_AUDIT",
+		"UKPROBE_AGENT_ORIG_GLIBC_TUNABLES",
 	};
 	const char *p = getenv("UKPROBE_AGENT_ORIG_LD_PRELOAD");
 	const char *a = getenv("UKPROBE_AGENT_ORIG_LD_AUDIT");
+	const char *t = getenv("UKPROBE_AGENT_ORIG_GLIBC_TUNABLES");
 
 	if (p)
 		setenv("LD_PRELOAD", p, 1);
@@ -235,6 +277,11 @@ static void strip_env(void)
 		setenv("LD_AUDIT", a, 1);
 	else
 		unsetenv("LD_AUDIT");
+	/* GLIBC_TUNABLES: ours only when there is an audit module. */
+	if (t)
+		setenv("GLIBC_TUNABLES", t, 1);
+	else if (audit_path)
+		unsetenv("GLIBC_TUNABLES");
 	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
 		unsetenv(ours[i]);
 }
@@ -298,7 +345,7 @@ static int setup_events(const char *defs, const char *hists)
 		e = pe_parse(d, &t->ev, &err);
 		if (e) {
 			t->state = TEV_FAILED;
-			event_error(t, "%s: %s (%s)", d, err.reason ? err.reason : strerror(-e),
+			event_error(t, "%s (%s)", err.reason ? err.reason : strerror(-e),
 				    pe_error_name(err.code));
 			continue;
 		}
@@ -381,17 +428,27 @@ static int place(struct tev *t)
 
 	if (ev->object[0] && !lobjs_loaded(ev->object, NULL, 0))
 		return -EAGAIN;
+	memset(&perr, 0, sizeof(perr));
 	err = pe_event_resolve(ev, &perr);
+	if (err && ev->symbol[0] && perr.code == PE_ERR_BAD_PROBE_ADDR &&
+	    perr.pos == ev->point_pos) {
+		if (!ev->object[0])
+			return -EAGAIN;	/* may come with an object loaded later */
+		/* The object is loaded and has no such symbol. */
+		event_error(t, "%s not found in %s (%s)", ev->symbol, ev->object,
+			    pe_error_name(perr.code));
+		return -ENOENT;
+	}
 	if (err == -ENOENT)
 		return -EAGAIN;	/* an @SYM that may come with a later object */
 	if (err) {
-		event_error(t, "%s: %s (%s)", t->def, perr.reason, pe_error_name(perr.code));
+		event_error(t, "%s (%s)", perr.reason, pe_error_name(perr.code));
 		return err;
 	}
 	memset(&t->u, 0, sizeof(t->u));
 	if (ev->addr_is_file_offset) {
 		if (lobjs_offset_addr(ev->object, ev->address, &addr)) {
-			event_error(t, "%s: file offset 0x%lx is in no segment of %s", t->def,
+			event_error(t, "file offset 0x%lx is in no segment of %s (BAD_FILE_OFFS)",
 				    ev->address, ev->object);
 			return -EINVAL;
 		}
@@ -419,8 +476,7 @@ static int place(struct tev *t)
 	if (err == -ENOENT && !ev->object[0] && ev->symbol[0])
 		return -EAGAIN;	/* maybe in an object loaded later */
 	if (err) {
-		event_error(t, "%s: cannot place the probe: %s (%s)", t->def, strerror(-err),
-			    errname(-err));
+		event_error(t, "cannot place the probe: %s (%s)", strerror(-err), errname(-err));
 		return err;
 	}
 	t->func = (uintptr_t)kp->addr;
@@ -460,6 +516,35 @@ AGENT_API void ukprobe_agent_objects_changed(void)
 	agent_leave();
 }
 
+/*
+ * dlclose() is about to unmap the object name: write the records that point
+ * into it while they can be symbolized, and take its probes out, to place
+ * them again if it comes back (libukprobes does not follow unloading).
+ */
+AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
+{
+	(void)base;
+	if (agent_state != AGENT_TRACING || getpid() != agent_pid || !name)
+		return;
+	agent_enter();
+	if (conf.events)
+		writer_flush();
+	for (int i = 0; i < ntevs; i++) {
+		struct tev *t = &tevs[i];
+
+		if (t->state != TEV_PLACED || !lobjs_addr_in(name, t->func))
+			continue;
+		account_missed();
+		if (t->is_ret)
+			unregister_kretprobe(&t->u.rp);
+		else
+			unregister_kprobe(&t->u.kp);
+		missed_base[i] = 0;
+		t->state = TEV_PENDING;
+	}
+	agent_leave();
+}
+
 /* ------------------------------------------------------------------------ */
 /* Start and end                                                             */
 /* ------------------------------------------------------------------------ */
@@ -478,17 +563,17 @@ static int setup_rings(void)
 	size_t total;
 	char *mem;
 
-	nrings = DEFAULT_RINGS;
-	total = (size_t)nrings * conf.bufsize;
+	total = (size_t)DEFAULT_RINGS * conf.bufsize;
 	mem = mmap(NULL, total, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mem == MAP_FAILED)
 		return -errno;
-	rings = calloc((size_t)nrings, sizeof(*rings));
+	rings = calloc(DEFAULT_RINGS, sizeof(*rings));
 	if (!rings) {
 		munmap(mem, total);
 		return -ENOMEM;
 	}
+	nrings = DEFAULT_RINGS;
 	for (int i = 0; i < nrings; i++) {
 		rings[i].size = conf.bufsize;
 		rings[i].data = mem + (size_t)i * conf.bufsize;
@@ -583,15 +668,16 @@ out:
 	agent_leave();
 }
 
-static void agent_finish(void)
+/* At exit: write what the buffers hold.  from_exit: called by _exit(),
+ * maybe from a signal handler: bounded, nothing that may take a lock the
+ * interrupted code holds in this thread. */
+static void agent_finish(bool from_exit)
 {
 	agent_enter();
-	if (conf.events)
-		writer_stop();
-	atomic_store(&recording, 0);
-	if (conf.events)
-		writer_flush();
 	account_missed();
+	if (conf.events)
+		writer_stop(from_exit ? 1000 : 5000, !from_exit);
+	atomic_store(&recording, 0);
 	agent_leave();
 }
 
@@ -599,7 +685,7 @@ __attribute__((destructor)) static void agent_fini(void)
 {
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return;
-	agent_finish();
+	agent_finish(false);
 	agent_state = AGENT_OFF;
 	atomic_store(&tracing, 0);
 }
@@ -669,17 +755,18 @@ static bool env_is(const char *e, const char *name)
 	return !strncmp(e, name, n) && e[n] == '=';
 }
 
-#define ENVBUF 8192
+#define ENVBUF 4096
 
 /*
  * The environment of a traced new program: env without our variables, plus
  * LD_PRELOAD / LD_AUDIT with the agent first and the program's own values
- * remembered.  No allocation (may run in a vfork child): out has room for
- * env_count(env) + 8 pointers, bufs for 4 strings of ENVBUF.
+ * remembered (and, with the audit module, GLIBC_TUNABLES asking for the
+ * static TLS the agent needs).  No allocation (may run in a vfork child):
+ * out has room for env_count(env) + 10 pointers, bufs for 6 strings.
  */
 static void child_env(char *const env[], char **out, char (*bufs)[ENVBUF], bool same_process)
 {
-	const char *their_pre = NULL, *their_aud = NULL;
+	const char *their_pre = NULL, *their_aud = NULL, *their_tun = NULL;
 	size_t n = 0;
 
 	for (size_t i = 0; env && env[i]; i++) {
@@ -693,17 +780,29 @@ static void child_env(char *const env[], char **out, char (*bufs)[ENVBUF], bool 
 			their_aud = e + 9;
 			continue;
 		}
+		if (env_is(e, "GLIBC_TUNABLES") && audit_path) {
+			their_tun = e + 15;
+			continue;
+		}
 		if (!strncmp(e, "UKPROBE_AGENT_", 14))
 			continue;
 		out[n++] = (char *)e;
 	}
-	snprintf(bufs[0], ENVBUF, "LD_PRELOAD=%s%s%s", agent_path,
+	snprintf(bufs[0], ENVBUF, "LD_PRELOAD=%s%s%s", preload_path ? preload_path : agent_path,
 		 their_pre && *their_pre ? ":" : "", their_pre ? their_pre : "");
 	out[n++] = bufs[0];
 	if (audit_path) {
 		snprintf(bufs[1], ENVBUF, "LD_AUDIT=%s%s%s", audit_path,
 			 their_aud && *their_aud ? ":" : "", their_aud ? their_aud : "");
 		out[n++] = bufs[1];
+		snprintf(bufs[4], ENVBUF, "GLIBC_TUNABLES=%s%sglibc.rtld.optional_static_tls=%lu",
+			 their_tun ? their_tun : "", their_tun && *their_tun ? ":" : "",
+			 tls_surplus ? tls_surplus : 16384ul);
+		out[n++] = bufs[4];
+		if (their_tun) {
+			snprintf(bufs[5], ENVBUF, "UKPROBE_AGENT_ORIG_GLIBC_TUNABLES=%s", their_tun);
+			out[n++] = bufs[5];
+		}
 	}
 	if (their_pre) {
 		snprintf(bufs[2], ENVBUF, "UKPROBE_AGENT_ORIG_LD_PRELOAD=%s", their_pre);
@@ -763,9 +862,9 @@ static bool exec_traced(void)
 }
 
 #define WITH_CHILD_ENV(envp, newenv, body) do {				\
-	size_t n_ = env_count(envp) + 8;					\
+	size_t n_ = env_count(envp) + 10;					\
 	char *newenv[n_];						\
-	char bufs_[4][ENVBUF];						\
+	char bufs_[6][ENVBUF];						\
 	child_env(envp, newenv, bufs_, getpid() == agent_pid);		\
 	body;								\
 } while (0)
@@ -951,11 +1050,39 @@ AGENT_API FILE *popen(const char *cmd, const char *mode)
 	return f;
 }
 
+/* A thread renamed: the handlers read their thread's name again. */
+AGENT_API int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+	int r;
+
+	REAL(prctl);
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	r = real_prctl(option, a[0], a[1], a[2], a[3]);
+	if (option == PR_SET_NAME)
+		atomic_fetch_add(&comm_gen, 1);
+	return r;
+}
+
+AGENT_API int pthread_setname_np(pthread_t thread, const char *name)
+{
+	int r;
+
+	REAL(pthread_setname_np);
+	r = real_pthread_setname_np(thread, name);
+	atomic_fetch_add(&comm_gen, 1);
+	return r;
+}
+
 AGENT_API void _exit(int status)
 {
 	REAL(_exit);
 	if (agent_state == AGENT_TRACING && getpid() == agent_pid) {
-		agent_finish();
+		agent_finish(true);
 		agent_state = AGENT_OFF;
 	}
 	real__exit(status);

@@ -105,9 +105,11 @@ extern AGENT_HIDDEN int ntevs;
 extern AGENT_HIDDEN struct uks *shm;
 extern AGENT_HIDDEN struct ring *rings;
 extern AGENT_HIDDEN int nrings;
+extern AGENT_HIDDEN _Atomic int rings_owned;
 extern AGENT_HIDDEN _Atomic int tracing;	/* handlers record */
 extern AGENT_HIDDEN _Atomic int recording;	/* records go to rings */
 extern AGENT_HIDDEN _Atomic unsigned int writer_wake;
+extern AGENT_HIDDEN _Atomic unsigned int comm_gen;	/* thread names changed */
 
 /* handler.c */
 AGENT_HIDDEN int agent_kprobe_pre(struct kprobe *p, struct pt_regs *regs);
@@ -122,12 +124,13 @@ AGENT_HIDDEN void agent_futex_wake(_Atomic unsigned int *w);
 /* writer.c */
 AGENT_HIDDEN int writer_start(void);
 AGENT_HIDDEN void writer_flush(void);	/* drain everything now, wait */
-AGENT_HIDDEN void writer_stop(void);	/* final drain, join */
+AGENT_HIDDEN void writer_stop(unsigned int timeout_ms, bool flush_here);
 AGENT_HIDDEN void writer_lock_for_fork(void);
 AGENT_HIDDEN void writer_unlock_after_fork(bool child);
 AGENT_HIDDEN bool writer_running(void);
 
 /* agent.c */
+AGENT_HIDDEN int agent_output_fd(void);	/* checked, reopened if lost */
 AGENT_HIDDEN void agent_note_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 

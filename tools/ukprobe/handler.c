@@ -30,6 +30,12 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 static __thread struct ring *my_ring __attribute__((tls_model("initial-exec")));
+/* The thread's name, read again when comm_gen moves (a thread was
+ * renamed: agent.c interposes prctl() and pthread_setname_np()). */
+static __thread char my_comm[16] __attribute__((tls_model("initial-exec")));
+static __thread unsigned int my_comm_gen __attribute__((tls_model("initial-exec")));
+static __thread bool my_is_engine __attribute__((tls_model("initial-exec")));
+_Atomic unsigned int comm_gen = 1;
 /* Non-zero while agent code runs on this thread: its probe hits (malloc in
  * the writer, registration) are not the program's and are not recorded. */
 static __thread int my_depth __attribute__((tls_model("initial-exec")));
@@ -74,6 +80,10 @@ static struct ring *claim_ring(void)
 			continue;
 		if (atomic_compare_exchange_strong(&r->state, &expect, RING_OWNED)) {
 			atomic_store_explicit(&r->tid, tid, memory_order_release);
+			/* Running low: the writer gives back the rings of
+			 * threads that have exited. */
+			if (atomic_fetch_add(&rings_owned, 1) + 1 > nrings / 2)
+				agent_futex_wake(&writer_wake);
 			return r;
 		}
 	}
@@ -102,6 +112,7 @@ void agent_rings_after_fork(bool keep)
 		atomic_store(&r->tid, 0);
 		atomic_store(&r->state, RING_FREE);
 	}
+	atomic_store(&rings_owned, keep && my_ring ? 1 : 0);
 	if (!keep)
 		my_ring = NULL;
 }
@@ -201,8 +212,26 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 		return;
 	my_depth++;
 	ts = agent_now_ns();
+	{
+		unsigned int g = atomic_load_explicit(&comm_gen, memory_order_relaxed);
+
+		if (my_comm_gen != g) {
+			get_comm(my_comm);
+			my_comm_gen = g;
+			/* libukprobes's own threads (its optimizer,
+			 * "ukprobes-opt") are not the program's. */
+			my_is_engine = my_comm[0] == 'u' && my_comm[1] == 'k' &&
+				       my_comm[2] == 'p' && my_comm[3] == 'r' &&
+				       my_comm[4] == 'o' && my_comm[5] == 'b' &&
+				       my_comm[6] == 'e' && my_comm[7] == 's' &&
+				       my_comm[8] == '-';
+		}
+	}
+	if (my_is_engine)
+		goto out;
+	for (int i = 0; i < 16; i++)
+		comm[i] = my_comm[i];
 	atomic_fetch_add_explicit(&se->hits, 1, memory_order_relaxed);
-	get_comm(comm);
 	ctx.regs = regs;
 	ctx.retval_valid = kind == REC_RETURN;
 	ctx.comm = comm;

@@ -66,6 +66,13 @@ static int cmp_addr(const void *a, const void *b, void *names)
 		return x->sized ? -1 : 1;
 	if ((x->bind == STB_LOCAL) != (y->bind == STB_LOCAL))
 		return x->bind == STB_LOCAL ? 1 : -1;
+	/* Of aliases, the shortest name first (openat, not openat64). */
+	{
+		size_t lx = strlen((char *)names + x->name), ly = strlen((char *)names + y->name);
+
+		if (lx != ly)
+			return lx < ly ? -1 : 1;
+	}
 	return strcmp((char *)names + x->name, (char *)names + y->name);
 }
 
@@ -322,7 +329,9 @@ const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
 
 		if (vaddr - s->addr >= (s->size ? s->size : 1))
 			continue;
-		if (!best || (ksym_is_func(s) && !ksym_is_func(best)))
+		/* Functions first; among aliases, the first in sort order. */
+		if (!best || (ksym_is_func(s) && !ksym_is_func(best)) ||
+		    (s->addr == best->addr && ksym_is_func(s) == ksym_is_func(best)))
 			best = s;
 		if (ksym_is_func(best) && s->addr != best->addr)
 			break;
@@ -501,7 +510,9 @@ static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 
 					if (l < 5 || strcmp(de->d_name + l - 5, ".conf"))
 						continue;
-					snprintf(p, sizeof(p), "%s%s", dir, de->d_name);
+					if (snprintf(p, sizeof(p), "%s%s", dir, de->d_name) >=
+					    (int)sizeof(p))
+						continue;
 					add_conf_dirs(p, dirs, n, depth + 1);
 				}
 				closedir(d);
@@ -600,6 +611,32 @@ void strv_free(char **v)
 	for (char **p = v; *p; p++)
 		free(*p);
 	free(v);
+}
+
+unsigned long elf_tls_size(const char *path)
+{
+	unsigned long sz = 0;
+	size_t phnum = 0;
+	Elf *elf;
+	int fd;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_TLS)
+				sz += ph.p_memsz + ph.p_align;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return sz;
 }
 
 char **elf_needed(const char *path)
@@ -848,6 +885,25 @@ bool lobjs_loaded(const char *name, char *path, size_t pathlen)
 		snprintf(path, pathlen, "%s", o->path);
 	pthread_mutex_unlock(&L.lock);
 	return o != NULL;
+}
+
+bool lobjs_addr_in(const char *dlname, uintptr_t addr)
+{
+	bool in = false;
+
+	pthread_mutex_lock(&L.lock);
+	refresh_locked();
+	for (int i = 0; i < L.n && !in; i++) {
+		struct lobj *o = &L.objs[i];
+
+		if (strcmp(o->dlname, dlname ? dlname : ""))
+			continue;
+		for (int r = 0; r < o->nranges; r++)
+			if (addr >= o->ranges[r].start && addr < o->ranges[r].end)
+				in = true;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return in;
 }
 
 int lobjs_offset_addr(const char *name, uint64_t off, uintptr_t *addr)

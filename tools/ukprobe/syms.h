@@ -91,6 +91,9 @@ char *find_in_path(const char *prog);
 char **elf_needed(const char *path);
 void strv_free(char **v);
 
+/* Size of the PT_TLS segment of an ELF file (0 if none or unreadable). */
+unsigned long elf_tls_size(const char *path);
+
 /* ------------------------------------------------------------------------ */
 /* The objects loaded in this process                                       */
 /* ------------------------------------------------------------------------ */
@@ -116,6 +119,9 @@ void lobjs_refresh(void);
 void lobjs_foreach(void (*fn)(struct lobj *o, void *arg), void *arg);
 /* Is an object matching name loaded?  Copies its path if so. */
 bool lobjs_loaded(const char *name, char *path, size_t pathlen);
+/* Is addr in the loaded object whose dlpi_name is dlname (or, for "", the
+ * main program)? */
+bool lobjs_addr_in(const char *dlname, uintptr_t addr);
 /* Run-time address of file offset off in the loaded object name. */
 int lobjs_offset_addr(const char *name, uint64_t off, uintptr_t *addr);
 /* Resolve [obj:]sym (obj NULL or "" = main program first, then load

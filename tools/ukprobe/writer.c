@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -33,6 +36,7 @@ static pthread_mutex_t writer_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t writer_thread;
 static bool writer_up;
 static _Atomic int writer_stopping;
+static _Atomic unsigned int writer_done;
 
 #define OUTBUF_SIZE	(256 * 1024)
 static char outbuf[OUTBUF_SIZE];
@@ -48,49 +52,31 @@ static bool process_named;
 /* Output                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static void reopen_output(void)
-{
-	int fd;
-
-	if (!conf.out_path)
-		return;
-	fd = open(conf.out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (conf.out_fd >= 0 && fcntl(conf.out_fd, F_GETFD) < 0) {
-		/* Put it back at the same number, out of the program's way. */
-		if (dup3(fd, conf.out_fd, O_CLOEXEC) >= 0) {
-			close(fd);
-			return;
-		}
-	}
-	conf.out_fd = fd;
-}
-
 static void write_all(const char *p, size_t n)
 {
 	sigset_t pipe_set, old, pending;
 	bool was_pending;
+	int fd;
 
 	if (!n)
 		return;
+	if (conf.out_fd < 0) {
+		atomic_fetch_add(&shm->write_errors, 1);
+		return;
+	}
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	sigpending(&pending);
 	was_pending = sigismember(&pending, SIGPIPE);
-	while (n) {
-		ssize_t w = write(conf.out_fd, p, n);
+	/* Still ours?  The program may have closed it, even reused the
+	 * number for a file of its own. */
+	fd = agent_output_fd();
+	while (n && fd >= 0) {
+		ssize_t w = write(fd, p, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EBADF && conf.out_path) {
-			int before = conf.out_fd;
-
-			reopen_output();
-			if (conf.out_fd != before || fcntl(conf.out_fd, F_GETFD) >= 0)
-				continue;
-		}
 		if (w <= 0) {
 			atomic_fetch_add(&shm->write_errors, 1);
 			break;
@@ -98,6 +84,8 @@ static void write_all(const char *p, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
+	if (fd < 0)
+		atomic_fetch_add(&shm->write_errors, 1);
 	if (!was_pending) {
 		struct timespec zero = { 0, 0 };
 
@@ -108,9 +96,40 @@ static void write_all(const char *p, size_t n)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/*
+ * To a pipe (stderr through a pager, a terminal's pipe) that traced
+ * children share with --follow-fork, writes of up to PIPE_BUF bytes are
+ * atomic: cut the buffer at line ends so that lines never interleave.
+ */
+static int out_is_pipe = -1;
+
 static void out_flush(void)
 {
-	write_all(outbuf, outlen);
+	size_t off = 0;
+
+	if (out_is_pipe < 0) {
+		struct stat st;
+
+		out_is_pipe = fstat(conf.out_fd, &st) == 0 && S_ISFIFO(st.st_mode);
+	}
+	if (!out_is_pipe) {
+		write_all(outbuf, outlen);
+		outlen = 0;
+		return;
+	}
+	while (off < outlen) {
+		size_t n = outlen - off;
+
+		if (n > PIPE_BUF) {
+			size_t cut = PIPE_BUF;
+
+			while (cut && outbuf[off + cut - 1] != '\n')
+				cut--;
+			n = cut ? cut : PIPE_BUF;
+		}
+		write_all(outbuf + off, n);
+		off += n;
+	}
 	outlen = 0;
 }
 
@@ -183,6 +202,56 @@ static void out_json_cstr(const char *s)
 /* ------------------------------------------------------------------------ */
 /* Formatting one record                                                     */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * Symbolized addresses, direct-mapped: probe addresses and call sites
+ * repeat, and a lookup takes the object list's lock and two searches.
+ * Emptied when objects are loaded or unloaded (the counters of
+ * dl_iterate_phdr change); writer_mu held.
+ */
+#define SYMCACHE_SIZE	4096
+static struct symcache_ent {
+	uintptr_t addr;
+	bool with_off;
+	char *text;
+} symcache[SYMCACHE_SIZE];
+static unsigned long long symcache_gen;
+
+static int gen_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1;
+}
+
+static void symcache_check(void)
+{
+	unsigned long long g = 0;
+
+	dl_iterate_phdr(gen_cb, &g);
+	if (g == symcache_gen)
+		return;
+	for (int i = 0; i < SYMCACHE_SIZE; i++) {
+		free(symcache[i].text);
+		symcache[i].text = NULL;
+	}
+	symcache_gen = g;
+}
+
+static const char *symbolize(uintptr_t addr, bool with_off)
+{
+	struct symcache_ent *e = &symcache[((addr >> 2) ^ (addr >> 13) ^ with_off) % SYMCACHE_SIZE];
+	char buf[512];
+
+	if (e->text && e->addr == addr && e->with_off == with_off)
+		return e->text;
+	lobjs_symbolize(addr, with_off, buf, sizeof(buf));
+	free(e->text);
+	e->text = strdup(buf);
+	e->addr = addr;
+	e->with_off = with_off;
+	return e->text ? e->text : "?";
+}
 
 struct arg_view {
 	int32_t used;
@@ -321,10 +390,10 @@ static void format_record(const struct rec *r)
 	sec = r->ts / 1000000000ull;
 	usec = (r->ts % 1000000000ull) / 1000ull;
 	if (r->kind == REC_RETURN) {
-		lobjs_symbolize((uintptr_t)r->ret, true, loc, sizeof(loc));
-		lobjs_symbolize((uintptr_t)r->ip, false, func, sizeof(func));
+		snprintf(loc, sizeof(loc), "%s", symbolize((uintptr_t)r->ret, true));
+		snprintf(func, sizeof(func), "%s", symbolize((uintptr_t)r->ip, false));
 	} else {
-		lobjs_symbolize((uintptr_t)r->ip, true, loc, sizeof(loc));
+		snprintf(loc, sizeof(loc), "%s", symbolize((uintptr_t)r->ip, true));
 		func[0] = '\0';
 	}
 
@@ -438,24 +507,31 @@ static void recycle_dead_rings(void)
 		if (syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH) {
 			atomic_store(&r->tid, 0);
 			atomic_store(&r->state, RING_FREE);
+			atomic_fetch_sub(&rings_owned, 1);
 		}
 	}
 }
 
-/* Writer_mu held. */
-static void drain_locked(void)
+/* Writer_mu held.  Returns the number of rings threads own. */
+static int drain_locked(void)
 {
+	static int drain_start;
 	struct ring *active[64];
-	int nactive;
+	int nactive, owned = 0;
 
 	agent_enter();
+	symcache_check();
 	/* Rounds of up to 64 rings with data (most programs have few). */
-	for (;;) {
+	for (int scanned = 0; scanned < nrings;) {
+		/* Up to 64 rings with data at a time, starting where the last
+		 * round stopped: every ring gets its turn. */
 		nactive = 0;
-		for (int i = 0; i < nrings && nactive < 64; i++) {
-			struct ring *r = &rings[i];
+		for (; scanned < nrings && nactive < 64; scanned++) {
+			struct ring *r = &rings[(drain_start + scanned) % nrings];
 			uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
 
+			if (atomic_load_explicit(&r->state, memory_order_relaxed) == RING_OWNED)
+				owned++;
 			r->cursor = atomic_load_explicit(&r->tail, memory_order_relaxed);
 			r->end = h;
 			if (r->cursor != h)
@@ -482,11 +558,11 @@ static void drain_locked(void)
 		}
 		for (int i = 0; i < nactive; i++)
 			atomic_store_explicit(&active[i]->tail, active[i]->cursor, memory_order_release);
-		if (nactive < 64)
-			break;
 	}
+	drain_start = (drain_start + 1) % (nrings ? nrings : 1);
 	out_flush();
 	agent_leave();
+	return owned;
 }
 
 void writer_flush(void)
@@ -523,11 +599,18 @@ static void *writer_main(void *arg)
 		if (atomic_load(&writer_stopping))
 			break;
 		pthread_mutex_lock(&writer_mu);
+		/* Rings of threads that exited go back to the pool: now and
+		 * then, or at once when the pool runs low. */
 		drain_locked();
-		if (++rounds % 64 == 0)
+		if (atomic_load(&rings_owned) > nrings / 2 || ++rounds % 64 == 0)
 			recycle_dead_rings();
 		pthread_mutex_unlock(&writer_mu);
 	}
+	/* The final drain. */
+	pthread_mutex_lock(&writer_mu);
+	drain_locked();
+	pthread_mutex_unlock(&writer_mu);
+	agent_futex_wake(&writer_done);
 	return NULL;
 }
 
@@ -536,9 +619,17 @@ int writer_start(void)
 	sigset_t all, old;
 	int err;
 
+	/* The program's signals are not for this thread; the synchronous
+	 * ones (breakpoints, faults) must stay deliverable. */
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&writer_stopping, 0);
+	atomic_store(&writer_done, 0);
 	err = pthread_create(&writer_thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
@@ -553,15 +644,37 @@ bool writer_running(void)
 	return writer_up;
 }
 
-void writer_stop(void)
+/*
+ * The writer drains what is left and ends.  Waits at most timeout_ms: the
+ * caller may be _exit() called from a signal handler that interrupted a
+ * thread holding a lock the writer needs (malloc's); then the records left
+ * are lost rather than the process hung.  flush_here: drain again in the
+ * calling thread afterwards (not from a signal handler).
+ */
+void writer_stop(unsigned int timeout_ms, bool flush_here)
 {
 	if (writer_up) {
+		unsigned int waited = 0;
+
 		atomic_store(&writer_stopping, 1);
 		agent_futex_wake(&writer_wake);
+		while (!atomic_load(&writer_done) && waited < timeout_ms) {
+			struct timespec ts = { 0, 10 * 1000000L };
+			unsigned int d = atomic_load(&writer_done);
+
+			if (d)
+				break;
+			syscall(SYS_futex, (unsigned int *)&writer_done, FUTEX_WAIT_PRIVATE, d,
+				&ts, NULL, 0);
+			waited += 10;
+		}
+		if (!atomic_load(&writer_done))
+			return;
 		pthread_join(writer_thread, NULL);
 		writer_up = false;
 	}
-	writer_flush();
+	if (flush_here)
+		writer_flush();
 }
 
 void writer_lock_for_fork(void)

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.h - the summaries ukprobe prints once the traced program is done:
+ * event counts, log2 histograms (bpftrace's hist()), latency histograms
+ * (bcc's funclatency) and the warnings (drops, misses, probes never placed).
+ */
+#ifndef UKPROBE_REPORT_H
+#define UKPROBE_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "shm.h"
+
+/* bpftrace's hist(): "@name:" then "[lo, hi)   count |@@@@   |" rows from
+ * the first to the last non-empty bucket. */
+void report_hist(FILE *out, const char *name, const struct uks_hist *h);
+void report_hist_json(FILE *out, const char *name, const struct uks_hist *h);
+
+/* bcc's funclatency: "     nsecs : count  distribution" and the
+ * "avg = ..." line; unit_div 1 (nsecs), 1000 (usecs), 1000000 (msecs). */
+void report_latency(FILE *out, const char *func, const struct uks_hist *h,
+		    unsigned long long unit_div, const char *unit);
+void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
+			 unsigned long long unit_div, const char *unit);
+
+#endif
