@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -48,11 +49,30 @@ size_t scn_read_maps(char *buf, size_t cap)
 	close(fd);
 	raw[n] = 0;
 	/* Drop the [stack] line: the kernel grows it on demand, whatever
-	 * ukprobes does. */
+	 * ukprobes does.  Under AddressSanitizer, also its allocator's
+	 * anonymous regions (read-write, and reserved ---p), which change on
+	 * any malloc(): what a
+	 * failed registration must not change is code, slots and mappings of
+	 * ukprobes' own, not the heap. */
 	for (char *line = raw; *line;) {
 		char *nl = strchr(line, '\n');
 		size_t ll = nl ? (size_t)(nl - line + 1) : strlen(line);
-		if (!memmem(line, ll, "[stack]", 7)) {
+		bool skip = memmem(line, ll, "[stack]", 7) != NULL;
+#ifdef __SANITIZE_ADDRESS__
+		{
+			unsigned long lo, hi, off;
+			char perms[8];
+			int dev1, dev2;
+			unsigned long ino;
+
+			if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off,
+				   &dev1, &dev2, &ino) == 7 &&
+			    (!strcmp(perms, "rw-p") || !strcmp(perms, "---p")) &&
+			    ino == 0 && !memchr(line, '[', ll))
+				skip = true;
+		}
+#endif
+		if (!skip) {
 			if (out + ll < cap) {
 				memcpy(buf + out, line, ll);
 				out += ll;
