@@ -56,7 +56,7 @@ $(B)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
-$(B)/%.o: %.S
+$(B)/%.o: %.S $(wildcard src/arch/$(ARCH)/*.S.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 

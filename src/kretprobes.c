@@ -44,62 +44,8 @@
 
 /* Pools whose last instance came back after unregistration, freed by the
  * next API call (the trampoline may run in a signal handler: no free()). */
-static struct ukp_rp_pool *_Atomic ukp_dead_pools;
+struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
-
-static struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)
-{
-	return (struct kretprobe_instance *)(pool->insts + (size_t)i * pool->inst_size);
-}
-NOKPROBE_SYMBOL(ukp_inst);
-
-/* Lock-free free list (Treiber stack with an ABA tag). */
-static struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool)
-{
-	uint64_t h = atomic_load_explicit(&pool->free_head, memory_order_acquire), nh;
-	struct kretprobe_instance *ri;
-
-	do {
-		uint32_t idx = (uint32_t)h;
-
-		if (!idx)
-			return NULL;
-		ri = ukp_inst(pool, idx - 1);
-		nh = (__atomic_load_n(&ri->ukp_link, __ATOMIC_RELAXED) & 0xffffffffu) |
-		     (((h >> 32) + 1) << 32);
-	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
-							memory_order_acq_rel,
-							memory_order_acquire));
-	atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
-	return ri;
-}
-NOKPROBE_SYMBOL(ukp_pool_get);
-
-static void ukp_pool_drop(struct ukp_rp_pool *pool)
-{
-	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
-		return;
-	pool->dead_next = atomic_load(&ukp_dead_pools);
-	while (!atomic_compare_exchange_weak(&ukp_dead_pools, &pool->dead_next, pool))
-		;
-}
-NOKPROBE_SYMBOL(ukp_pool_drop);
-
-void ukp_pool_put(struct kretprobe_instance *ri)
-{
-	struct ukp_rp_pool *pool = ri->ukp_pool;
-	uint32_t idx = (uint32_t)(((char *)ri - pool->insts) / pool->inst_size) + 1;
-	uint64_t h = atomic_load_explicit(&pool->free_head, memory_order_acquire), nh;
-
-	do {
-		__atomic_store_n(&ri->ukp_link, h & 0xffffffffu, __ATOMIC_RELAXED);
-		nh = idx | (((h >> 32) + 1) << 32);
-	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
-							memory_order_acq_rel,
-							memory_order_acquire));
-	ukp_pool_drop(pool);
-}
-NOKPROBE_SYMBOL(ukp_pool_put);
 
 static void ukp_free_dead_pools(void)
 {
@@ -113,85 +59,6 @@ static void ukp_free_dead_pools(void)
 		p = next;
 	}
 }
-
-/* Is @sp on the signal stack the trap was delivered on? */
-static bool ukp_on_altstack(const ucontext_t *uc, uintptr_t sp)
-{
-	uintptr_t base;
-
-	if (!uc || (uc->uc_stack.ss_flags & SS_DISABLE))
-		return false;
-	base = (uintptr_t)uc->uc_stack.ss_sp;
-	return sp - base < uc->uc_stack.ss_size;
-}
-NOKPROBE_SYMBOL(ukp_on_altstack);
-
-/* The entry probe's pre handler (the kernel's pre_handler_kretprobe). */
-int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
-{
-	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
-	struct ukp_rp_pool *pool = rp->ukp_pool;
-	struct ukp_kcb *kcb = ukp_this_kcb();
-	struct ukp_thread_ext *ext = ukp_ext_get();
-	struct ukp_rstack *rs;
-	struct kretprobe_instance *ri;
-	uintptr_t slot = regs->sp;
-	unsigned long ret;
-	bool alt = ukp_on_altstack(kcb->uc, slot);
-
-	if (!ext || arch_safe_read_ulong(slot, &ret)) {
-		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	rs = &ext->rstack;
-	/* Frames at or below this call's return slot on the same stack are
-	 * dead (left by longjmp): give their instances back.  An entry for
-	 * this very slot whose return address is already the trampoline is
-	 * another kretprobe on the same call: alive. */
-	while (rs->depth) {
-		struct ukp_ret_entry *e = &rs->e[rs->depth - 1];
-
-		if (e->altstack != alt || e->slot > slot)
-			break;
-		if (e->slot == slot && ret == (unsigned long)ukp_kretprobe_trampoline)
-			break;
-		rs->depth--;
-		ukp_pool_put(e->ri);
-	}
-	if (rs->depth == UKP_RET_STACK) {
-		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	ri = ukp_pool_get(pool);
-	if (!ri) {
-		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	if (ret == (unsigned long)ukp_kretprobe_trampoline && rs->depth &&
-	    rs->e[rs->depth - 1].slot == slot)
-		ret = (unsigned long)rs->e[rs->depth - 1].ri->ret_addr;
-	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
-	ri->ret_addr = (kprobe_opcode_t *)ret;
-	ri->fp = (void *)slot;
-	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
-		ukp_pool_put(ri);
-		return 0;
-	}
-	if (arch_safe_write_ulong(slot, (unsigned long)ukp_kretprobe_trampoline)) {
-		ukp_pool_put(ri);
-		return 0;
-	}
-	rs->e[rs->depth].ri = ri;
-	rs->e[rs->depth].slot = slot;
-	rs->e[rs->depth].altstack = alt;
-	rs->depth++;
-	return 0;
-}
-NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
-
-/* ------------------------------------------------------------------------ */
-/* Registration                                                              */
-/* ------------------------------------------------------------------------ */
 
 static int ukp_default_maxactive(void)
 {

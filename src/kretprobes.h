@@ -31,6 +31,8 @@ struct ukp_rstack {
 
 extern const char ukp_kretprobe_trampoline[];
 
+struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i);
 void ukp_pool_put(struct kretprobe_instance *ri);
+void ukp_pool_drop(struct ukp_rp_pool *pool);
 
 #endif

@@ -153,8 +153,13 @@ static void ukp_opt_synchronize(struct ukp_ranges *rs)
  * starts with the switch off (the sysctl's boot-time value). */
 void ukp_opt_env_default(void)
 {
-	const char *v = getenv("UKPROBES_OPTIMIZATION");
+	static bool read;
+	const char *v;
 
+	if (read)
+		return;
+	read = true;
+	v = getenv("UKPROBES_OPTIMIZATION");
 	if (v && *v == '0')
 		ukp_optimization_on = 0;
 }
@@ -305,9 +310,10 @@ static bool ukp_opt_eligible(struct ukp_point *pt)
 
 static bool ukp_point_gpr_only(struct ukp_point *pt)
 {
+	/* A kretprobe's entry counts by its own flag: its pre handler is
+	 * built general-registers-only, its entry_handler is the user's. */
 	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
-		if (!kprobe_disabled(p) && !(p->flags & KPROBE_FLAG_GPR_ONLY) &&
-		    p->pre_handler != ukp_kretprobe_pre_handler)
+		if (!kprobe_disabled(p) && !(p->flags & KPROBE_FLAG_GPR_ONLY))
 			return false;
 	return true;
 }
@@ -590,6 +596,7 @@ UKP_API int ukprobes_set_optimization(int on)
 	bool changed = false;
 
 	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_opt_env_default();		/* an explicit call wins over it */
 	ukp_optimization_on = !!on;
 	if (on) {
 		ukp_point_foreach(ukp_requeue_cb, NULL);
@@ -605,7 +612,13 @@ UKP_API int ukprobes_set_optimization(int on)
 
 UKP_API int ukprobes_optimization(void)
 {
-	return ukp_optimization_on;
+	int on;
+
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	ukp_opt_env_default();
+	on = ukp_optimization_on;
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return on;
 }
 
 UKP_API int ukprobes_wait_optimizer(void)

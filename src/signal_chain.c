@@ -189,6 +189,8 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 	else
 		act.sa_handler(sig);
 	ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);
+	/* The context may be inside code optimized while the handler ran. */
+	ukp_resume_fixup(uc);
 }
 NOKPROBE_SYMBOL(ukp_chain_signal);
 

@@ -64,6 +64,25 @@ void arch_init(void)
 	x86_xsave_size = (x86_xsave_size + 63) & ~63ul;
 }
 
+/* Only nops (90, 66 90, 0f 1f /0 with prefixes): what gcc's
+ * -fpatchable-function-entry or -mnop-mcount leave at an entry. */
+static bool x86_all_nops(const uint8_t *code, size_t len)
+{
+	for (size_t off = 0; off < len;) {
+		size_t p = off;
+		int l = x86_insn_length(code + off, len - off);
+
+		if (l <= 0)
+			return false;
+		while (p < off + (size_t)l && code[p] == 0x66)
+			p++;
+		if (!(code[p] == 0x90 || (code[p] == 0x0f && p + 1 < len && code[p + 1] == 0x1f)))
+			return false;
+		off += (size_t)l;
+	}
+	return true;
+}
+
 /* Decode the whole function: no jump into (addr, addr + rlen), no
  * indirect jump. */
 static int x86_check_function(const uint8_t *code, uintptr_t start, size_t len,
@@ -266,8 +285,8 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	op->single = n == 1;
 	/* A patchable-entry nop (-fpatchable-function-entry, -mnop-mcount):
 	 * the kernel's [FTRACE] probes. */
-	op->ftrace = n == 1 && pt->addr == start && whole_function &&
-		     an[0].op == X86_OP_XOL && code[base] == 0x0f && code[base + 1] == 0x1f;
+	op->ftrace = pt->addr == start && whole_function &&
+		     x86_all_nops(code + base, rlen);
 	memcpy(op->orig, code + base, rlen);
 	return 0;
 }

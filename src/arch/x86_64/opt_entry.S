@@ -27,16 +27,35 @@
 	.text
 
 #define PT_R15		0
+#define PT_AX		80
+#define PT_ORIG_AX	120
+#define PT_FLAGS	144
 #define PT_SP		152
 #define PT_SIZE		168
-/* Stack above pt_regs at the call: return address, then the red-zone gap. */
-#define ABOVE		(8 + 128)
 
-/* Save the general registers and flags as a struct pt_regs at (%rsp). */
+/*
+ * The program's %rsp need not be 8-byte aligned (hand-written code may move
+ * it by 4), but struct pt_regs must be: %rax and the flags go below it
+ * first (the "link"), then %rsp is aligned and the pt_regs built below.
+ *
+ *	link+24 ...	red-zone gap (128 bytes), then the program's stack
+ *	link+16		return address into the detour
+ *	link+8		%rax
+ *	link		flags
+ *	R+168		link  (R 16-byte aligned)
+ *	R		struct pt_regs
+ */
+#define LINK		PT_SIZE		/* offset of the link from pt_regs */
+
 .macro SAVE_PT_REGS
+	pushq	%rax
+	pushfq
+	movq	%rsp, %rax		/* the link */
+	andq	$-16, %rsp
+	pushq	%rax
 	pushq	$0			/* ss */
 	pushq	$0			/* sp, set below */
-	pushfq				/* flags */
+	pushq	(%rax)			/* flags */
 	pushq	$0			/* cs */
 	pushq	$0			/* ip, set by the callback */
 	pushq	$-1			/* orig_ax */
@@ -44,7 +63,7 @@
 	pushq	%rsi
 	pushq	%rdx
 	pushq	%rcx
-	pushq	%rax
+	pushq	8(%rax)			/* rax */
 	pushq	%r8
 	pushq	%r9
 	pushq	%r10
@@ -55,12 +74,20 @@
 	pushq	%r13
 	pushq	%r14
 	pushq	%r15
-	leaq	(PT_SIZE + ABOVE)(%rsp), %rax
-	movq	%rax, PT_SP(%rsp)	/* the program's %rsp at the probe */
+	leaq	(16 + 8 + 128)(%rax), %rcx
+	movq	%rcx, PT_SP(%rsp)	/* the program's %rsp at the probe */
+	movq	16(%rax), %r12		/* return address: the jmp over ... */
+	movq	2(%r12), %r12		/* ... the point */
+	cld				/* C code expects DF clear; popfq restores it */
 .endm
 
-/* Restore them and return. */
+/* Restore them (handlers may have changed any) and return. */
 .macro RESTORE_PT_REGS_AND_RETURN
+	movq	LINK(%rsp), %rdi
+	movq	PT_AX(%rsp), %rsi
+	movq	%rsi, 8(%rdi)
+	movq	PT_FLAGS(%rsp), %rsi
+	movq	%rsi, (%rdi)
 	popq	%r15
 	popq	%r14
 	popq	%r13
@@ -71,14 +98,14 @@
 	popq	%r10
 	popq	%r9
 	popq	%r8
-	popq	%rax
+	leaq	8(%rsp), %rsp		/* rax: from the link below */
 	popq	%rcx
 	popq	%rdx
 	popq	%rsi
 	popq	%rdi
-	leaq	24(%rsp), %rsp		/* orig_ax, ip, cs */
+	movq	(LINK - PT_ORIG_AX)(%rsp), %rsp
 	popfq
-	leaq	16(%rsp), %rsp		/* sp, ss (lea keeps the flags) */
+	popq	%rax
 	ret
 .endm
 
@@ -87,12 +114,10 @@
 	.type	ukp_optprobe_entry_gpr, @function
 ukp_optprobe_entry_gpr:
 	SAVE_PT_REGS
-	movq	PT_SIZE(%rsp), %rdi	/* return address: the jmp over ... */
-	movq	2(%rdi), %rdi		/* ... the point */
+	movq	%r12, %rdi		/* the point */
 	movq	%rsp, %rsi		/* regs */
 	movq	%rsp, %rbx
-	andq	$-16, %rsp
-	call	ukp_opt_callback
+	call	ukp_opt_callback	/* %rsp is 16-byte aligned here */
 	movq	%rbx, %rsp
 	RESTORE_PT_REGS_AND_RETURN
 	.size	ukp_optprobe_entry_gpr, .-ukp_optprobe_entry_gpr
@@ -104,8 +129,7 @@ ukp_optprobe_entry:
 	SAVE_PT_REGS
 	movq	%rsp, %rbx
 	XSAVE_BELOW
-	movq	PT_SIZE(%rbx), %rdi
-	movq	2(%rdi), %rdi
+	movq	%r12, %rdi
 	movq	%rbx, %rsi
 	call	ukp_opt_callback
 	XRSTOR_HERE

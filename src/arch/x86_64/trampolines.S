@@ -76,6 +76,7 @@ ukp_kretprobe_trampoline:
 
 	movq	%rsp, %rbx		/* callee-saved: our frame */
 	andq	$-16, %rsp		/* the ABI's alignment for calls */
+	cld				/* the ABI's DF; popfq restores it */
 	/* The return value may be in %xmm0/%xmm1/%st0 and handlers are C:
 	 * keep the extended state, unless every handler says it needs not. */
 	movq	%rbx, %rdi

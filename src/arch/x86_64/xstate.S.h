@@ -33,7 +33,10 @@
 	xsave	(%rsp)
 	jmp	103f
 102:	fxsave	(%rsp)
-103:
+103:	/* Handlers need an empty x87 stack (a C function may assume it;
+	 * MMX code leaves it full).  emms empties it; the restore puts the
+	 * program's back. */
+	emms
 .endm
 
 .macro XRSTOR_HERE

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* thread_ext.c - the pool of per-thread blocks (see thread_ext.h). */
+/* thread_ext_gpr.c - the pool of per-thread blocks (see thread_ext.h).
+ * Built with -mgeneral-regs-only: ukp_ext_get() runs on the GPR-only
+ * paths of kretprobes. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
