@@ -64,7 +64,7 @@ $(B)/%.o: %.S $(wildcard src/arch/$(ARCH)/*.S.h)
 # no vector register, no sanitizer runtime call (it would use them).
 $(B)/%_gpr.o: %_gpr.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -mgeneral-regs-only -fno-sanitize=all -c $< -o $@
+	$(CC) $(LIB_CFLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -fno-sanitize=all -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS) src/ukprobes.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/ukprobes.map \

@@ -35,10 +35,11 @@ UKP_AUDIT       := $(B)/libukprobe-audit.so
 .PHONY: tool tool-tests tool-deps install-tool uninstall-tool
 tool: $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
 
-# The handlers: general registers only (see handler.c).
-$(UKP_TOOL_OBJDIR)/handler.o: $(UKP_TOOL_DIR)/handler.c $(UKP_TOOL_HDRS)
+# The handlers and the fetch code they run: general registers only (the
+# probes are KPROBE_FLAG_GPR_ONLY).
+$(UKP_TOOL_OBJDIR)/handler.o $(UKP_TOOL_OBJDIR)/fetch.o: $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(UKP_TOOL_CFLAGS) -mgeneral-regs-only -c $< -o $@
+	$(CC) $(UKP_TOOL_CFLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -c $< -o $@
 
 $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
 	@mkdir -p $(dir $@)

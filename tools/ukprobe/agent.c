@@ -463,6 +463,9 @@ static int place(struct tev *t)
 		kp->symbol_name = t->symspec;
 		kp->offset = (unsigned int)ev->offset;
 	}
+	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
+	 * take the optimized fast path that saves no vector state. */
+	kp->flags |= KPROBE_FLAG_GPR_ONLY;
 	if (t->is_ret) {
 		t->u.rp.handler = agent_kretprobe_ret;
 		t->u.rp.entry_handler = agent_kretprobe_entry;

@@ -79,6 +79,28 @@ static int mem_read(void *dst, unsigned long src, size_t n)
 	return mem_read_pipe(dst, src, n);
 }
 
+/*
+ * The evaluation below runs in probe handlers that save only the general
+ * registers (KPROBE_FLAG_GPR_ONLY, this file is built -mgeneral-regs-only):
+ * libc's memcpy/memchr use vector registers, so these plain loops stand in.
+ */
+static inline void gpr_copy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	while (n--)
+		*d++ = *s++;
+}
+
+static inline const char *gpr_findnul(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!p[i])
+			return p + i;
+	return NULL;
+}
+
 /* A NUL-terminated string at src into dst (cap >= 1 bytes, truncated):
  * the bytes used with the NUL, or -EFAULT.  Reads page by page, so nothing
  * past the page holding the NUL is touched; small steps first, as most
@@ -100,7 +122,7 @@ static int read_string(char *dst, unsigned long src, size_t cap)
 			step *= 2;
 		if (mem_read(dst + got, src + got, want))
 			return -EFAULT;
-		z = memchr(dst + got, '\0', want);
+		z = (char *)gpr_findnul(dst + got, want);
 		if (z)
 			return (int)(z - dst) + 1;
 		got += want;
@@ -141,9 +163,9 @@ static void apply_bitfield(const struct fetch_insn *code, uint8_t *dest)
 	unsigned int bits = code->basesize * 8u;
 	uint64_t v = 0, mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
 
-	memcpy(&v, dest, code->basesize);
+	gpr_copy(&v, dest, code->basesize);
 	v = ((v << code->lshift) & mask) >> code->rshift;
-	memcpy(dest, &v, code->basesize);
+	gpr_copy(dest, &v, code->basesize);
 }
 
 static int run(const struct pe_arg *a, const struct fetch_ctx *c, uint8_t *buf, size_t len)
@@ -225,7 +247,7 @@ stage3:
 	case FOP_ST_RAW:
 		if ((size_t)(end - dest) < code->size)
 			return -ENOSPC;
-		memcpy(dest, &val, code->size);		/* little endian */
+		gpr_copy(dest, &val, code->size);	/* little endian */
 		dest += code->size;
 		break;
 	case FOP_ST_MEM:
@@ -239,7 +261,7 @@ stage3:
 	case FOP_ST_SYMSTR:
 		if ((size_t)(end - dest) < sizeof(val))
 			return -ENOSPC;
-		memcpy(dest, &val, sizeof(val));
+		gpr_copy(dest, &val, sizeof(val));
 		dest += sizeof(val);
 		break;
 	case FOP_ST_STRING:
