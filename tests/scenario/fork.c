@@ -42,9 +42,11 @@ static int count_pre(struct kprobe *p, struct pt_regs *r)
 	return 0;
 }
 
+static atomic_int stop;
+
 static void *spin(void *arg)
 {
-	for (;;)
+	while (!atomic_load(&stop))
 		target(1);
 	return NULL;
 }
@@ -71,6 +73,10 @@ Test(fork, child_unregisters_while_parent_thread_in_handler, .timeout = 30)
 	cr_assert_gt(pid, 0);
 	waitpid(pid, &st, 0);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	/* The probe lives in this frame: stop using it before returning. */
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+	unregister_kprobe(&kp);
 }
 
 /* The child's changes are its own: the parent's probe keeps counting. */
