@@ -92,3 +92,14 @@ pin=null
 	echo "}"
 } >"$out"
 echo "wrote $out"
+
+# The side-by-side tables, the ratios across programs and the chart, all
+# read back from $out (bench/report.py).
+if command -v python3 >/dev/null; then
+	python3 bench/report.py --json "$out" summary ||
+		echo "!!! bench/report.py summary failed"
+	python3 bench/report.py --json "$out" chart "${out%.json}.svg" ||
+		echo "!!! no chart (see above)"
+else
+	echo "no summary and no chart: python3 is not installed"
+fi

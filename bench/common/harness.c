@@ -59,6 +59,40 @@ void bench_fail(struct bench_result *res, const char *fmt, ...)
 	va_end(ap);
 }
 
+void bench_extra_set(struct bench_result *res, int i, double value,
+		     double wall_value)
+{
+	if (i < 0 || i >= BENCH_EXTRA_MAX)
+		return;
+	res->extra_ok[i] = 1;
+	res->extra[i] = value;
+	res->extra_wall[i] = wall_value;
+}
+
+void bench_extra_fail(struct bench_result *res, int i, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (i < 0 || i >= BENCH_EXTRA_MAX)
+		return;
+	res->extra_ok[i] = 0;
+	res->extra_note[i][0] = '\0';
+	va_start(ap, fmt);
+	vnote(res->extra_note[i], sizeof(res->extra_note[i]), fmt, ap);
+	va_end(ap);
+}
+
+void bench_extra_note(struct bench_result *res, int i, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (i < 0 || i >= BENCH_EXTRA_MAX)
+		return;
+	va_start(ap, fmt);
+	vnote(res->extra_note[i], sizeof(res->extra_note[i]), fmt, ap);
+	va_end(ap);
+}
+
 /* ------------------------------------------------------------------------ */
 /* One measurement in a child                                                */
 /* ------------------------------------------------------------------------ */
@@ -169,6 +203,8 @@ static void run_child(const struct bench_row *row, const struct opts *o,
 		;
 	if (got == sizeof(*res)) {
 		res->note[sizeof(res->note) - 1] = '\0';
+		for (int i = 0; i < BENCH_EXTRA_MAX; i++)
+			res->extra_note[i][sizeof(res->extra_note[i]) - 1] = '\0';
 		return;
 	}
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
@@ -215,18 +251,30 @@ static double vmedian(const double *v, int n)
 }
 
 static struct bench_row *find_row(struct bench_row *rows, int nrows,
-				  const char *name, const char *variant)
+				  const char *name, const char *variant,
+				  int threads)
 {
 	for (int i = 0; i < nrows; i++)
 		if (!strcmp(rows[i].name, name) &&
-		    !strcmp(rows[i].variant, variant))
+		    !strcmp(rows[i].variant, variant) &&
+		    rows[i].threads == threads)
 			return &rows[i];
 	return NULL;
 }
 
+int bench_row_runs(const struct bench_row *row, int runs)
+{
+	return row->max_runs > 0 && row->max_runs < runs ? row->max_runs : runs;
+}
+
 static int row_ok(const struct bench_row *r, int runs)
 {
-	return r && !r->failed && r->nval == runs;
+	return r && !r->failed && r->nval == bench_row_runs(r, runs);
+}
+
+static const char *row_unit(const struct bench_row *r)
+{
+	return r->unit ? r->unit : "ns";
 }
 
 /* ------------------------------------------------------------------------ */
@@ -273,7 +321,8 @@ static void row_note(char *buf, size_t size, const struct bench_row *r)
 
 static void print_row(const struct bench_row *r, const struct opts *o)
 {
-	char a[32], b[32], c[32], note[BENCH_NOTE_MAX + 64];
+	char a[32], b[32], c[32], note[BENCH_NOTE_MAX + 64], pre[64] = "";
+	int want = bench_row_runs(r, o->runs);
 
 	printf("%-9s %-9s %3d %8ld ", r->name, r->variant, r->threads,
 	       row_iters(r, o));
@@ -282,14 +331,21 @@ static void print_row(const struct bench_row *r, const struct opts *o)
 		       r->note[0] ? r->note : "not run");
 		return;
 	}
+	/* "[B/probe, 1 run] " before the note when the row is not the usual
+	 * ns over all the runs. */
+	if (r->unit || want != o->runs)
+		snprintf(pre, sizeof(pre), "[%s%s%.0d%s] ", r->unit ? r->unit : "",
+			 r->unit && want != o->runs ? ", " : "",
+			 want != o->runs ? want : 0,
+			 want == o->runs ? "" : want > 1 ? " runs" : " run");
 	row_note(note, sizeof(note), r);
-	printf("%9s %9s %9s  %s\n", fmt_ns(a, sizeof(a), vmin(r->val, r->nval)),
+	printf("%9s %9s %9s  %s%s\n", fmt_ns(a, sizeof(a), vmin(r->val, r->nval)),
 	       fmt_ns(b, sizeof(b), vmedian(r->val, r->nval)),
-	       fmt_ns(c, sizeof(c), vmedian(r->wval, r->nval)), note);
+	       fmt_ns(c, sizeof(c), vmedian(r->wval, r->nval)), pre, note);
 }
 
 static void write_row_json(FILE *f, const struct bench_row *r,
-			   const struct opts *o)
+			   const struct opts *o, const char *prog)
 {
 	int ok = row_ok(r, o->runs);
 	char note[BENCH_NOTE_MAX + 64];
@@ -298,12 +354,19 @@ static void write_row_json(FILE *f, const struct bench_row *r,
 		char n[BENCH_NOTE_MAX + 32];
 
 		row_note(n, sizeof(n), r);
-		snprintf(note, sizeof(note), "ns per %s%s%s",
-			 r->over ? "hit " : "iteration", n[0] ? (r->over ? "" : "; ") : "", n);
+		if (r->unit)
+			snprintf(note, sizeof(note), "%s%s%s", r->unit,
+				 n[0] ? "; " : "", n);
+		else
+			snprintf(note, sizeof(note), "ns per %s%s%s",
+				 r->over ? "hit " : "iteration",
+				 n[0] ? (r->over ? "" : "; ") : "", n);
 	} else
 		snprintf(note, sizeof(note), "n/a (%s)",
 			 r->note[0] ? r->note : "not run");
-	fputs("{\"name\": ", f);
+	fputs("{\"program\": ", f);
+	json_str(f, prog);
+	fputs(", \"name\": ", f);
 	json_str(f, r->name);
 	fputs(", \"variant\": ", f);
 	json_str(f, r->variant);
@@ -314,6 +377,10 @@ static void write_row_json(FILE *f, const struct bench_row *r,
 	fprintf(f, ", \"runs\": %d, \"iters\": %ld, \"note\": ",
 		ok ? r->nval : 0, row_iters(r, o));
 	json_str(f, note);
+	fputs(", \"unit\": ", f);
+	json_str(f, row_unit(r));
+	fputs(", \"clock\": ", f);
+	json_str(f, r->clock ? r->clock : BENCH_CLOCK_THREAD);
 	fputs(", \"wall_min_ns\": ", f);
 	json_num(f, ok ? vmin(r->wval, r->nval) : 0, ok);
 	fputs(", \"wall_median_ns\": ", f);
@@ -327,20 +394,30 @@ static void write_row_json(FILE *f, const struct bench_row *r,
 	fputs("]}\n", f);
 }
 
-/* One ratio for one numerator row: per-run values, median and of-mins. */
+/* One ratio for one numerator row: per-run values, median and of-mins,
+ * over the runs both rows have. */
 static void do_ratio(const struct bench_ratio *q, struct bench_row *num,
 		     struct bench_row *rows, int nrows, const struct opts *o,
 		     FILE *jf, int *first)
 {
-	struct bench_row *den = find_row(rows, nrows, q->den, num->variant);
+	struct bench_row *den;
 	double *v = NULL;
 	double med = 0, ofmins = 0;
-	int ok = 0;
+	int ok = 0, n = 0;
 	char why[BENCH_NOTE_MAX + 32] = "";
-	char label[64];
+	char label[64], var[32];
 
-	if (!den)
-		den = find_row(rows, nrows, q->den, "-");
+	if (q->den_threads) {
+		den = find_row(rows, nrows, q->den, num->variant, q->den_threads);
+		if (!den)
+			den = find_row(rows, nrows, q->den, "-", q->den_threads);
+	} else {
+		den = find_row(rows, nrows, q->den, num->variant, num->threads);
+		if (!den)
+			den = find_row(rows, nrows, q->den, "-", num->threads);
+		if (!den)
+			den = find_row(rows, nrows, q->den, "-", 1);
+	}
 	if (!den)
 		snprintf(why, sizeof(why), "no row %s", q->den);
 	else if (!row_ok(num, o->runs))
@@ -348,45 +425,51 @@ static void do_ratio(const struct bench_ratio *q, struct bench_row *num,
 	else if (!row_ok(den, o->runs))
 		snprintf(why, sizeof(why), "%s %s is n/a", den->name, den->variant);
 	else {
-		v = malloc(sizeof(double) * (size_t)o->runs);
-		for (int i = 0; i < o->runs; i++)
+		n = num->nval < den->nval ? num->nval : den->nval;
+		v = malloc(sizeof(double) * (size_t)n);
+		for (int i = 0; i < n; i++)
 			v[i] = num->val[i] / (q->den_factor * den->val[i]);
-		med = vmedian(v, o->runs);
-		ofmins = vmin(num->val, o->runs) /
+		med = vmedian(v, n);
+		ofmins = vmin(num->val, num->nval) /
 			 (q->den_factor * vmin(den->val, den->nval));
 		ok = 1;
 	}
 	snprintf(label, sizeof(label), "%s", q->name);
+	if (num->threads > 1)
+		snprintf(var, sizeof(var), "%s x%d", num->variant, num->threads);
+	else
+		snprintf(var, sizeof(var), "%s", num->variant);
 	if (ok) {
-		printf("%-16s %-9s %8.3f %8.3f", label, num->variant, med, ofmins);
+		printf("%-16s %-11s %8.3f %8.3f", label, var, med, ofmins);
 		if (q->goal_max > 0)
 			printf("   <= %-4.2g %s", q->goal_max,
 			       med <= q->goal_max ? "met" : "NOT MET");
 		printf("\n");
 	} else {
-		printf("%-16s %-9s %8s %8s   n/a (%s)\n", label, num->variant,
+		printf("%-16s %-11s %8s %8s   n/a (%s)\n", label, var,
 		       "n/a", "n/a", why);
 	}
 	if (jf) {
 		fprintf(jf, "%s{\"variant\": ", *first ? "" : ", ");
 		json_str(jf, num->variant);
+		fprintf(jf, ", \"threads\": %d", num->threads);
 		fputs(", \"median\": ", jf);
 		json_num(jf, med, ok);
 		fputs(", \"of_mins\": ", jf);
 		json_num(jf, ofmins, ok);
-		fprintf(jf, ", \"runs\": %d, \"met\": %s", ok ? o->runs : 0,
+		fprintf(jf, ", \"runs\": %d, \"met\": %s", ok ? n : 0,
 			!ok || q->goal_max <= 0 ? "null" :
 			med <= q->goal_max ? "true" : "false");
 		fputs(", \"per_run\": [", jf);
-		for (int i = 0; ok && i < o->runs; i++)
+		for (int i = 0; ok && i < n; i++)
 			fprintf(jf, "%s%.4f", i ? ", " : "", v[i]);
 		fputs("]", jf);
 		if (!ok) {
-			char n[BENCH_NOTE_MAX + 48];
+			char nb[BENCH_NOTE_MAX + 48];
 
-			snprintf(n, sizeof(n), "n/a (%s)", why);
+			snprintf(nb, sizeof(nb), "n/a (%s)", why);
 			fputs(", \"note\": ", jf);
-			json_str(jf, n);
+			json_str(jf, nb);
 		}
 		fputs("}", jf);
 	}
@@ -411,6 +494,59 @@ static FILE *open_out(const char *prefix, const char *ext)
 /* ------------------------------------------------------------------------ */
 /* Main                                                                      */
 /* ------------------------------------------------------------------------ */
+
+/* Enters the result of run @r of @row. */
+static void record(struct bench_row *rows, int nrows, struct bench_row *row,
+		   int r, const struct bench_result *res, int log_grew,
+		   const struct opts *o)
+{
+	if (!res->ok) {
+		/* Failures are mostly deterministic (an error code): do not
+		 * retry the row in later runs. */
+		row->failed = 1;
+		if (r)
+			snprintf(row->note, sizeof(row->note), "run %d/%d: %.200s",
+				 r + 1, o->runs, res->note);
+		else
+			snprintf(row->note, sizeof(row->note), "%s", res->note);
+		if (log_grew && o->log) {
+			size_t len = strlen(row->note);
+
+			snprintf(row->note + len, sizeof(row->note) - len,
+				 "; output in %s", o->log);
+		}
+		return;
+	}
+	row->raw[r] = row->val[r] = res->ns_per_op;
+	row->wraw[r] = row->wval[r] = res->wall_ns_per_op;
+	if (row->over) {
+		struct bench_row *b = find_row(rows, nrows, row->over,
+					       row->variant, row->threads);
+
+		if (!b || b->failed || b->nval != r + 1) {
+			row->failed = 1;
+			snprintf(row->note, sizeof(row->note),
+				 "row %s %s has no figure for run %d",
+				 row->over, row->variant, r + 1);
+			return;
+		}
+		row->val[r] -= b->raw[r];
+		row->wval[r] -= b->wraw[r];
+	}
+	row->nval++;
+	/* Remarks repeat run to run: keep each once. */
+	if (res->note[0] && !strstr(row->note, res->note)) {
+		size_t len = strlen(row->note);
+
+		snprintf(row->note + len, sizeof(row->note) - len, "%srun %d: %s",
+			 len ? "; " : "", r + 1, res->note);
+	}
+	if (log_grew && o->log && !row->log_expected &&
+	    !strstr(row->note, "output in"))
+		snprintf(row->note + strlen(row->note),
+			 sizeof(row->note) - strlen(row->note), "%soutput in %s",
+			 row->note[0] ? "; " : "", o->log);
+}
 
 static int selected(const struct bench_row *r, const char *only)
 {
@@ -492,6 +628,30 @@ int bench_main(int argc, char **argv, const char *prog,
 			 rows[i].failed ? "not selected" : "");
 	}
 
+	/* Rows measured in another row's child run as often as it does. */
+	for (int i = 0; i < nrows; i++) {
+		struct bench_row *src;
+
+		if (!rows[i].from)
+			continue;
+		src = find_row(rows, nrows, rows[i].from, rows[i].variant,
+			       rows[i].threads);
+		if (!src || src->from || rows[i].from_index < 0 ||
+		    rows[i].from_index >= BENCH_EXTRA_MAX) {
+			rows[i].failed = 1;
+			snprintf(rows[i].note, sizeof(rows[i].note),
+				 "no row %s %s to measure it", rows[i].from,
+				 rows[i].variant);
+			continue;
+		}
+		rows[i].max_runs = src->max_runs;
+		if (src->failed && !rows[i].failed) {
+			rows[i].failed = 1;
+			snprintf(rows[i].note, sizeof(rows[i].note), "%s",
+				 src->note);
+		}
+	}
+
 	/* Round r measures every row once, in table order, so that a row and
 	 * the rows it is compared with see the same state of the machine. */
 	for (int r = 0; r < o.runs; r++) {
@@ -500,8 +660,10 @@ int bench_main(int argc, char **argv, const char *prog,
 			struct bench_row *row = &rows[i];
 			struct bench_result res;
 			struct stat st0 = { 0 }, st1 = { 0 };
+			int grew;
 
-			if (row->failed)
+			if (row->from || row->failed ||
+			    r >= bench_row_runs(row, o.runs))
 				continue;
 			if (logfd >= 0) {
 				dprintf(logfd, "=== %s %s run %d\n", row->name,
@@ -511,55 +673,34 @@ int bench_main(int argc, char **argv, const char *prog,
 			run_child(row, &o, logfd, &res);
 			if (logfd >= 0 && o.log)
 				fstat(logfd, &st1);
-			if (!res.ok) {
-				/* Failures are mostly deterministic (an error
-				 * code): do not retry the row in later runs. */
-				row->failed = 1;
-				if (r)
-					snprintf(row->note, sizeof(row->note),
-						 "run %d/%d: %.200s", r + 1,
-						 o.runs, res.note);
-				else
-					snprintf(row->note, sizeof(row->note),
-						 "%s", res.note);
-				if (st1.st_size > st0.st_size) {
-					size_t len = strlen(row->note);
+			grew = st1.st_size > st0.st_size;
+			record(rows, nrows, row, r, &res, grew, &o);
+			/* The rows this child measured too. */
+			for (int j = 0; j < nrows; j++) {
+				struct bench_row *d = &rows[j];
+				struct bench_result dr;
+				int k = d->from_index;
 
-					snprintf(row->note + len,
-						 sizeof(row->note) - len,
-						 "; output in %s", o.log);
-				}
-				continue;
-			}
-			row->raw[r] = row->val[r] = res.ns_per_op;
-			row->wraw[r] = row->wval[r] = res.wall_ns_per_op;
-			if (row->over) {
-				struct bench_row *b = find_row(rows, nrows,
-							row->over, row->variant);
-
-				if (!b || b->failed || b->nval != r + 1) {
-					row->failed = 1;
-					snprintf(row->note, sizeof(row->note),
-						 "row %s %s has no figure for run %d",
-						 row->over, row->variant, r + 1);
+				if (!d->from || d->failed ||
+				    strcmp(d->from, row->name) ||
+				    strcmp(d->variant, row->variant) ||
+				    d->threads != row->threads)
 					continue;
+				memset(&dr, 0, sizeof(dr));
+				if (!res.ok)
+					bench_fail(&dr, "%s", res.note);
+				else if (!res.extra_ok[k])
+					bench_fail(&dr, "%s", res.extra_note[k][0] ?
+						   res.extra_note[k] : "not measured");
+				else {
+					dr.ok = 1;
+					dr.ns_per_op = res.extra[k];
+					dr.wall_ns_per_op = res.extra_wall[k];
+					snprintf(dr.note, sizeof(dr.note), "%s",
+						 res.extra_note[k]);
 				}
-				row->val[r] -= b->raw[r];
-				row->wval[r] -= b->wraw[r];
+				record(rows, nrows, d, r, &dr, grew, &o);
 			}
-			row->nval++;
-			/* Remarks repeat run to run: keep each once. */
-			if (res.note[0] && !strstr(row->note, res.note)) {
-				size_t len = strlen(row->note);
-
-				snprintf(row->note + len, sizeof(row->note) - len,
-					 "%srun %d: %s", len ? "; " : "", r + 1,
-					 res.note);
-			}
-			if (st1.st_size > st0.st_size && !strstr(row->note, "output in"))
-				snprintf(row->note + strlen(row->note),
-					 sizeof(row->note) - strlen(row->note),
-					 "%soutput in %s", row->note[0] ? "; " : "", o.log);
 		}
 	}
 
@@ -576,10 +717,10 @@ int bench_main(int argc, char **argv, const char *prog,
 	jr = open_out(o.out, "rows");
 	jq = open_out(o.out, "ratios");
 	for (int i = 0; jr && i < nrows; i++)
-		write_row_json(jr, &rows[i], &o);
+		write_row_json(jr, &rows[i], &o, prog);
 
 	if (nratios)
-		printf("\n%-16s %-9s %8s %8s   %s\n", "ratio", "variant",
+		printf("\n%-16s %-11s %8s %8s   %s\n", "ratio", "variant",
 		       "median", "of mins", "goal");
 	for (int k = 0; k < nratios; k++) {
 		const struct bench_ratio *q = &ratios[k];
@@ -587,17 +728,21 @@ int bench_main(int argc, char **argv, const char *prog,
 
 		if (jq) {
 			json_str(jq, q->name);
-			fprintf(jq, ": {\"num\": ");
+			fprintf(jq, ": {\"program\": ");
+			json_str(jq, prog);
+			fprintf(jq, ", \"num\": ");
 			json_str(jq, q->num);
 			fprintf(jq, ", \"den\": ");
 			json_str(jq, q->den);
-			fprintf(jq, ", \"den_factor\": %g, \"goal_max\": ",
-				q->den_factor);
+			fprintf(jq, ", \"den_factor\": %g, \"num_threads\": %d, "
+				"\"den_threads\": %d, \"goal_max\": ",
+				q->den_factor, q->num_threads, q->den_threads);
 			json_num(jq, q->goal_max, q->goal_max > 0);
 			fputs(", \"by_variant\": [", jq);
 		}
 		for (int i = 0; i < nrows; i++)
-			if (!strcmp(rows[i].name, q->num))
+			if (!strcmp(rows[i].name, q->num) &&
+			    (!q->num_threads || rows[i].threads == q->num_threads))
 				do_ratio(q, &rows[i], rows, nrows, &o, jq, &first);
 		if (jq)
 			fputs("]}\n", jq);

@@ -27,6 +27,8 @@
 /* ------------------------------------------------------------------------ */
 
 #define BENCH_NOTE_MAX 240
+#define BENCH_EXTRA_MAX 6
+#define BENCH_EXTRA_NOTE 96
 
 /* What a measure function reports for one run (filled in the child). */
 struct bench_result {
@@ -34,6 +36,13 @@ struct bench_result {
 	double ns_per_op;	/* CPU time of the measuring thread per iteration */
 	double wall_ns_per_op;	/* wall-clock time per iteration */
 	char note[BENCH_NOTE_MAX];	/* remark, or the failure's reason */
+	/* Figures of other rows measured in the same child (rows whose .from
+	 * names this one; index = their .from_index): when one setup serves
+	 * several rows and is too slow to repeat per row. */
+	int extra_ok[BENCH_EXTRA_MAX];
+	double extra[BENCH_EXTRA_MAX];
+	double extra_wall[BENCH_EXTRA_MAX];
+	char extra_note[BENCH_EXTRA_MAX][BENCH_EXTRA_NOTE];
 };
 
 /* A timed interval: both clocks (see bench_time_start()). */
@@ -58,6 +67,22 @@ struct bench_row {
 	bench_measure_fn measure;
 	const void *arg;	/* for the measure function */
 	const char *what;	/* one line for the table's legend */
+	/* What the figures are.  unit NULL: "ns"; anything else ("B/probe",
+	 * "ms") is printed in the note and written to the JSON.  clock NULL:
+	 * CPU time of the measuring thread (BENCH_CLOCK_THREAD); a row whose
+	 * cost lies partly outside its process says what it measured. */
+	const char *unit;
+	const char *clock;
+	/* Measured in the first max_runs rounds only (0: every round), for
+	 * rows too slow to repeat; the table and JSON say how many ran. */
+	int max_runs;
+	/* The measurement writes to the log as a matter of course (tools.c):
+	 * do not point at the log unless the row failed. */
+	int log_expected;
+	/* Not measured by a child of its own: its figures are extra
+	 * [from_index] of row @from (same variant and threads), run by run. */
+	const char *from;
+	int from_index;
 
 	/* Filled by the harness. */
 	double *raw;		/* [runs] raw CPU ns per op, per run */
@@ -69,15 +94,20 @@ struct bench_row {
 	char note[BENCH_NOTE_MAX];
 };
 
+#define BENCH_CLOCK_THREAD "thread CPU time (user+sys) of the measuring thread"
+
 /* ratio = num / (den_factor * den), computed run by run (same round), for
- * each variant of row num; den is looked up with the same variant first,
- * then with variant "-". */
+ * each variant and thread count of row num; den is looked up with the same
+ * variant and threads first, then variant "-" with the same threads, then
+ * variant "-" with 1 thread. */
 struct bench_ratio {
 	const char *name;	/* "b/int3" */
 	const char *num;
 	const char *den;
 	double den_factor;
 	double goal_max;	/* 0: no goal */
+	int num_threads;	/* 0: rows num of any thread count; else only those */
+	int den_threads;	/* 0: see above; else den with this thread count */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -127,6 +157,19 @@ void bench_note(struct bench_result *res, const char *fmt, ...)
 /* Marks res failed with a reason. */
 void bench_fail(struct bench_result *res, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Sets extra figure @i (per-op CPU and wall values) for a .from row. */
+void bench_extra_set(struct bench_result *res, int i, double value,
+		     double wall_value);
+/* Extra figure @i is n/a, with a reason. */
+void bench_extra_fail(struct bench_result *res, int i, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A remark on extra figure @i. */
+void bench_extra_note(struct bench_result *res, int i, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Effective number of runs of a row (its max_runs or all of them). */
+int bench_row_runs(const struct bench_row *row, int runs);
 
 /**
  * bench_main() - run the rows and print/write the results.

@@ -57,10 +57,140 @@ bench_fn_nop5:
 	.quad	.Lbench_nop5_pfe
 	.text
 .Lbench_nop5_pfe:
-	nopl	0x0(%rax,%rax,1)	/* 0f 1f 44 00 00 */
+	/* nopl 0x0(%rax,%rax,1), spelled out: as drops the zero disp8
+	 * and would emit the 4-byte 0f 1f 04 00. */
+	.byte	0x0f, 0x1f, 0x44, 0x00, 0x00
 	lea	1(%rdi), %rax		/* 48 8d 47 01 */
 	ret				/* c3 */
 	.size	bench_fn_nop5, .-bench_fn_nop5
+
+/* ------------------------------------------------------------------------ */
+/* Floors of an optimized probe's detour (not probe targets)                 */
+/* ------------------------------------------------------------------------ */
+
+/* A plain tiny function: what the stubs below are measured over. */
+	.globl	bench_fn_plain
+	.type	bench_fn_plain, @function
+	.p2align 4
+bench_fn_plain:
+	lea	1(%rdi), %rax
+	ret
+	.size	bench_fn_plain, .-bench_fn_plain
+
+/* Saves the flags and the 15 general registers (a pt_regs-like frame, as an
+ * optprobe's detour buffer builds), calls bench_empty_handler(&bench_one,
+ * frame) like a pre handler, restores everything, then does the function's
+ * work (x + 1). */
+	.globl	bench_fn_regsave
+	.type	bench_fn_regsave, @function
+	.p2align 4
+bench_fn_regsave:
+	pushfq
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%rbx
+	push	%rbp
+	push	%rsi
+	push	%rdi
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	mov	%rsp, %rsi
+	lea	bench_one(%rip), %rdi
+	sub	$8, %rsp		/* 16 pushes + return address: align */
+	call	bench_empty_handler
+	add	$8, %rsp
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdi
+	pop	%rsi
+	pop	%rbp
+	pop	%rbx
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
+	popfq
+	lea	1(%rdi), %rax
+	ret
+	.size	bench_fn_regsave, .-bench_fn_regsave
+
+/* The same, and the extended state (x87/SSE/AVX/AVX-512... all that XCR0
+ * enables) saved with xsavec and restored with xrstor around the call, in a
+ * 64-byte aligned area of bench_xsave_size bytes below the frame: what a
+ * detour must do when handlers may use any register. */
+	.globl	bench_fn_xsave
+	.type	bench_fn_xsave, @function
+	.p2align 4
+bench_fn_xsave:
+	pushfq
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%rbx
+	push	%rbp
+	push	%rsi
+	push	%rdi
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	mov	%rsp, %rbx		/* the frame; rbx is saved above */
+	sub	bench_xsave_size(%rip), %rsp
+	and	$-64, %rsp
+	xor	%eax, %eax		/* the XSAVE header must start zeroed */
+	mov	%rax, 512(%rsp)
+	mov	%rax, 520(%rsp)
+	mov	%rax, 528(%rsp)
+	mov	%rax, 536(%rsp)
+	mov	%rax, 544(%rsp)
+	mov	%rax, 552(%rsp)
+	mov	%rax, 560(%rsp)
+	mov	%rax, 568(%rsp)
+	mov	$-1, %eax
+	mov	$-1, %edx
+	xsavec64 (%rsp)
+	mov	%rbx, %rsi
+	lea	bench_one(%rip), %rdi
+	call	bench_empty_handler
+	mov	$-1, %eax
+	mov	$-1, %edx
+	xrstor64 (%rsp)
+	mov	%rbx, %rsp
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdi
+	pop	%rsi
+	pop	%rbp
+	pop	%rbx
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
+	popfq
+	lea	1(%rdi), %rax
+	ret
+	.size	bench_fn_xsave, .-bench_fn_xsave
 
 	.section .rodata
 	.p2align 3

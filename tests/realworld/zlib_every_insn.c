@@ -10,7 +10,7 @@
  *   run A'  after unregister_kprobes: code bytes equal the file's again and
  *           the output is the reference's.
  *
- * The workload compresses ~2.2 MiB of text-like data in nine ways (levels
+ * The workload compresses ~2.1 MiB of text-like data in nine ways (levels
  * 0-9; zlib, gzip with a full header, raw; every flush mode; stored,
  * huffman-only, rle, fixed, filtered; a preset dictionary) in 16 KiB
  * input / 8 KiB output steps, and inflates each stream back in 2 KiB input
