@@ -17,6 +17,7 @@
 #include "arch.h"
 #include "kretprobes.h"
 #include "thread_ext.h"
+#include "optprobes.h"
 #include "trap.h"
 
 #define container_of(ptr, type, member) \
@@ -158,35 +159,6 @@ NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
 /* ------------------------------------------------------------------------ */
 
 
-/**
- * ukp_kretprobe_return_needs_xstate() - must the trampoline save the
- * vector state around the return handlers of the call returning with
- * @regs?  Yes unless every one of them is KPROBE_FLAG_GPR_ONLY.
- */
-int ukp_kretprobe_return_needs_xstate(struct pt_regs *regs)
-{
-	uintptr_t slot = regs->sp - sizeof(unsigned long);
-	struct ukp_thread_ext *ext = ukp_ext_peek();
-	unsigned int idx = ukp_srcu_read_lock();
-	int need = !ext;
-
-	for (unsigned int i = ext ? ext->rstack.depth : 0; i && !need; i--) {
-		struct ukp_ret_entry *e = &ext->rstack.e[i - 1];
-		struct kretprobe *rp;
-
-		if (e->slot < slot)
-			continue;	/* skipped by longjmp: no handler */
-		if (e->slot > slot)
-			break;
-		rp = get_kretprobe(e->ri);
-		if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_GPR_ONLY))
-			need = 1;
-	}
-	ukp_srcu_read_unlock(idx);
-	return need;
-}
-NOKPROBE_SYMBOL(ukp_kretprobe_return_needs_xstate);
-
 /*
  * Called by the trampoline with the registers at the return.  Runs the
  * return handlers of every kretprobe on this call, newest first, and
@@ -200,6 +172,7 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 	struct ukp_thread_ext *ext = ukp_ext_peek();
 	struct ukp_rstack *rs = ext ? &ext->rstack : NULL;
 	unsigned int idx, i = rs ? rs->depth : 0;
+	struct ukp_qs_rec *qs;
 	int saved_errno = errno;
 	unsigned long ret;
 
@@ -218,7 +191,9 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 	ret = (unsigned long)rs->e[i - 1].ri->ret_addr;
 	regs->ip = ret;
 
-	idx = ukp_srcu_read_lock();
+	/* The detour path's cheap grace period (per-thread count, no atomics):
+	 * unregister_kretprobe() waits for it after clearing ri->rp. */
+	qs = ukp_qs_enter(&idx);
 	while (rs->depth && rs->e[rs->depth - 1].slot == slot) {
 		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
 		struct kretprobe *rp = get_kretprobe(ri);
@@ -237,7 +212,7 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 		}
 		ukp_pool_put(ri);
 	}
-	ukp_srcu_read_unlock(idx);
+	ukp_qs_exit(qs, idx);
 	errno = saved_errno;
 	return regs->ip;
 }

@@ -36,6 +36,7 @@
 #include "trap.h"
 #include "kretprobes.h"
 #include "thread_ext.h"
+#include "optprobes.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -128,6 +129,7 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 		return -EINVAL;
 	ukp_free_dead_pools();
 	ukp_ext_reserve();
+	ukp_qs_init();		/* the return path's grace period */
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
@@ -182,7 +184,7 @@ UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
 		for (unsigned int k = 0; k < pool->n; k++)
 			__atomic_store_n(&ukp_inst(pool, k)->rp, NULL, __ATOMIC_RELEASE);
 	}
-	ukp_synchronize();
+	ukp_qs_synchronize();	/* return handlers; includes ukp_synchronize() */
 	for (int i = 0; i < num; i++) {
 		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
 

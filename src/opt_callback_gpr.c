@@ -95,3 +95,35 @@ void ukp_opt_forget_thread_record(void)
 {
 	ukp_qs_mine = NULL;
 }
+
+/**
+ * ukp_qs_enter() - open a read section of the cheap grace period on this
+ * thread (its record's count; the shared SRCU counters if it has none).
+ * Returns the record, or NULL with *@srcu set.  GPR-only paths use it.
+ */
+struct ukp_qs_rec *ukp_qs_enter(unsigned int *srcu)
+{
+	struct ukp_qs_rec *r = ukp_qs_mine;
+
+	if (unlikely(!r))
+		r = ukp_qs_mine = ukp_qs_claim();
+	if (likely(r)) {
+		r->nest++;
+		__asm__ volatile("" ::: "memory");
+	} else {
+		*srcu = ukp_srcu_read_lock();
+	}
+	return r;
+}
+NOKPROBE_SYMBOL(ukp_qs_enter);
+
+void ukp_qs_exit(struct ukp_qs_rec *r, unsigned int srcu)
+{
+	if (likely(r)) {
+		__asm__ volatile("" ::: "memory");
+		r->nest--;
+	} else {
+		ukp_srcu_read_unlock(srcu);
+	}
+}
+NOKPROBE_SYMBOL(ukp_qs_exit);

@@ -130,6 +130,18 @@ static void ukp_opt_synchronize(struct ukp_ranges *rs)
 			       (uintptr_t)__stop_ukp_opt_text);
 	while (!ukp_threads_outside(ukp_in_ranges, rs, 20000))
 		;
+	/* The records, then the trap path (which can resume in a detour). */
+	ukp_qs_synchronize();
+}
+
+/**
+ * ukp_qs_synchronize() - wait for every read section of the cheap grace
+ * period (ukp_qs_enter()) that started before the call.
+ */
+void ukp_qs_synchronize(void)
+{
+	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
+
 	/* Every thread's counter stores are visible after this. */
 	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
@@ -145,7 +157,7 @@ static void ukp_opt_synchronize(struct ukp_ranges *rs)
 			}
 		}
 	}
-	/* The trap path can resume in a detour too. */
+	/* Readers without a record used the shared counters. */
 	ukp_synchronize();
 }
 
@@ -162,6 +174,18 @@ void ukp_opt_env_default(void)
 	v = getenv("UKPROBES_OPTIMIZATION");
 	if (v && *v == '0')
 		ukp_optimization_on = 0;
+}
+
+static int ukp_opt_init(void);
+
+int ukp_qs_init(void)
+{
+	int err;
+
+	pthread_mutex_lock(&ukp_kprobe_mutex);
+	err = ukp_opt_init();
+	pthread_mutex_unlock(&ukp_kprobe_mutex);
+	return err;
 }
 
 static int ukp_opt_init(void)

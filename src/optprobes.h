@@ -20,5 +20,9 @@ extern struct ukp_qs_rec *_Atomic ukp_qs_recs;
 
 void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs);
 void ukp_opt_forget_thread_record(void);
+struct ukp_qs_rec *ukp_qs_enter(unsigned int *srcu);
+void ukp_qs_exit(struct ukp_qs_rec *r, unsigned int srcu);
+int ukp_qs_init(void);
+void ukp_qs_synchronize(void);
 
 #endif

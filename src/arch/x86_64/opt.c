@@ -38,6 +38,9 @@ extern const char ukp_optprobe_entry_end[];
 UKP_HIDDEN unsigned long x86_xsave_size = 512;
 UKP_HIDDEN unsigned long x86_xsave_mask;
 UKP_HIDDEN unsigned int x86_xsave_kind;	/* 0 fxsave, 1 xsave, 2 xsavec */
+/* Read by trampolines.S: the width of %xmm0/%xmm1 to keep at a return
+ * (0 SSE, 1 AVX, 2 AVX-512). */
+UKP_HIDDEN unsigned int x86_retvec_kind;
 
 void arch_init(void)
 {
@@ -55,6 +58,10 @@ void arch_init(void)
 		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 		x86_xsave_mask = ((unsigned long)hi << 32) | lo;
 	}
+	if ((x86_xsave_mask & 0x6) == 0x6)		/* SSE + AVX state */
+		x86_retvec_kind = 1;
+	if ((x86_xsave_mask & 0xe6) == 0xe6)		/* + opmask, ZMM */
+		x86_retvec_kind = 2;
 	__cpuid_count(0xd, 0, a, b, c, d);
 	x86_xsave_size = b;	/* for the features enabled in XCR0 */
 	x86_xsave_kind = 1;

@@ -13,8 +13,6 @@
  *
  * jprobe_return: the int3 the jprobe break handler recognizes.
  */
-#include "xstate.S.h"
-
 	.text
 
 #define PT_R15		0
@@ -75,24 +73,42 @@ ukp_kretprobe_trampoline:
 	movq	%rax, PT_SS(%rsp)
 
 	movq	%rsp, %rbx		/* callee-saved: our frame */
-	andq	$-16, %rsp		/* the ABI's alignment for calls */
+	andq	$-64, %rsp		/* the vector save area's alignment */
 	cld				/* the ABI's DF; popfq restores it */
-	/* The return value may be in %xmm0/%xmm1/%st0 and handlers are C:
-	 * keep the extended state, unless every handler says it needs not. */
-	movq	%rbx, %rdi
-	call	ukp_kretprobe_return_needs_xstate
-	testl	%eax, %eax
-	jz	1f
-	XSAVE_BELOW
-	movq	%rbx, %rdi
+	/* Only the return-value registers are live here: every other vector
+	 * register is the caller's to lose across a call (SysV ABI).  Handlers
+	 * are C, so %xmm0/%xmm1 (%ymm, %zmm with AVX, AVX-512) are kept; the
+	 * x87 stack is left alone (a long double result stays in %st0 and C
+	 * code uses the stack balanced). */
+	subq	$128, %rsp
+	cmpl	$2, x86_retvec_kind(%rip)
+	jne	1f
+	vmovdqa64 %zmm0, (%rsp)
+	vmovdqa64 %zmm1, 64(%rsp)
+	jmp	3f
+1:	cmpl	$1, x86_retvec_kind(%rip)
+	jne	2f
+	vmovdqa	%ymm0, (%rsp)
+	vmovdqa	%ymm1, 32(%rsp)
+	jmp	3f
+2:	movdqa	%xmm0, (%rsp)
+	movdqa	%xmm1, 16(%rsp)
+3:	movq	%rbx, %rdi
 	call	ukp_kretprobe_trampoline_handler
 	movq	%rax, %r12		/* (restored from pt_regs below) */
-	XRSTOR_HERE
-	jmp	2f
-1:	movq	%rbx, %rdi
-	call	ukp_kretprobe_trampoline_handler
-	movq	%rax, %r12
-2:	movq	%rbx, %rsp
+	cmpl	$2, x86_retvec_kind(%rip)
+	jne	4f
+	vmovdqa64 (%rsp), %zmm0
+	vmovdqa64 64(%rsp), %zmm1
+	jmp	6f
+4:	cmpl	$1, x86_retvec_kind(%rip)
+	jne	5f
+	vmovdqa	(%rsp), %ymm0
+	vmovdqa	32(%rsp), %ymm1
+	jmp	6f
+5:	movdqa	(%rsp), %xmm0
+	movdqa	16(%rsp), %xmm1
+6:	movq	%rbx, %rsp
 	movq	%r12, PT_SIZE(%rsp)	/* where to return */
 
 	pushq	PT_FLAGS(%rsp)
