@@ -48,20 +48,35 @@ static struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool)
 	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
 							memory_order_acq_rel,
 							memory_order_acquire));
-	atomic_fetch_add_explicit(&pool->refs, 1, memory_order_relaxed);
 	return ri;
 }
 NOKPROBE_SYMBOL(ukp_pool_get);
 
-void ukp_pool_drop(struct ukp_rp_pool *pool)
+/*
+ * ukp_pool_reap_if_done() - a pool whose kretprobe was unregistered is freed
+ * once every instance is back: then its free list holds all of them.  No
+ * instance is taken from it any more, so a count of the list taken now
+ * can only be too low (a put racing with us), never too high, and that
+ * put checks again.  The pool goes to a list the next API call frees
+ * (this may run in a signal handler: no free()).
+ */
+void ukp_pool_reap_if_done(struct ukp_rp_pool *pool)
 {
-	if (atomic_fetch_sub_explicit(&pool->refs, 1, memory_order_acq_rel) != 1)
+	uint32_t idx = (uint32_t)atomic_load_explicit(&pool->free_head, memory_order_acquire);
+	unsigned int n = 0;
+	int zero = 0;
+
+	while (idx && n <= pool->n) {
+		n++;
+		idx = (uint32_t)__atomic_load_n(&ukp_inst(pool, idx - 1)->ukp_link, __ATOMIC_ACQUIRE);
+	}
+	if (n != pool->n || !atomic_compare_exchange_strong(&pool->reaped, &zero, 1))
 		return;
 	pool->dead_next = atomic_load(&ukp_dead_pools);
 	while (!atomic_compare_exchange_weak(&ukp_dead_pools, &pool->dead_next, pool))
 		;
 }
-NOKPROBE_SYMBOL(ukp_pool_drop);
+NOKPROBE_SYMBOL(ukp_pool_reap_if_done);
 
 void ukp_pool_put(struct kretprobe_instance *ri)
 {
@@ -75,7 +90,8 @@ void ukp_pool_put(struct kretprobe_instance *ri)
 	} while (!atomic_compare_exchange_weak_explicit(&pool->free_head, &h, nh,
 							memory_order_acq_rel,
 							memory_order_acquire));
-	ukp_pool_drop(pool);
+	if (unlikely(atomic_load_explicit(&pool->dead, memory_order_acquire)))
+		ukp_pool_reap_if_done(pool);
 }
 NOKPROBE_SYMBOL(ukp_pool_put);
 

@@ -100,7 +100,6 @@ static int ukp_kretprobe_prepare(struct kretprobe *rp)
 		ri->ukp_link = i + 1 < n ? i + 2 : 0;	/* next free, as index + 1 */
 	}
 	atomic_store(&pool->free_head, n ? 1 : 0);
-	atomic_store(&pool->refs, 1);
 	atomic_store(&pool->rp, rp);
 	rp->ukp_pool = pool;
 	rp->nmissed = 0;
@@ -191,7 +190,8 @@ UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
 		if (!pool)
 			continue;
 		rps[i]->ukp_pool = NULL;
-		ukp_pool_drop(pool);
+		atomic_store(&pool->dead, true);
+		ukp_pool_reap_if_done(pool);
 	}
 	free(kps);
 	ukp_free_dead_pools();

@@ -9,7 +9,8 @@
 
 struct ukp_rp_pool {
 	struct kretprobe *_Atomic rp;	/* NULL once unregistered */
-	atomic_long refs;		/* registration + instances in use */
+	atomic_bool dead;		/* unregistered: free when all are back */
+	atomic_int reaped;		/* queued for freeing (once) */
 	size_t inst_size;
 	unsigned int n;
 	_Atomic uint64_t free_head;	/* index + 1 | ABA tag << 32 */
@@ -33,6 +34,6 @@ extern const char ukp_kretprobe_trampoline[];
 
 struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i);
 void ukp_pool_put(struct kretprobe_instance *ri);
-void ukp_pool_drop(struct ukp_rp_pool *pool);
+void ukp_pool_reap_if_done(struct ukp_rp_pool *pool);
 
 #endif
