@@ -60,8 +60,9 @@ else
 bench: deps bench-deps
 	@$(MAKE) --no-print-directory bench-build
 	@bash bench/run.sh $(B) $(BENCH_PROGS)
+	@bash bench/tracer_rate.sh $(B) || echo "make bench: the tracer rate could not be measured"
 
-bench-build: lib $(BENCH_PROGS) $(BENCH_WORKLOAD)
+bench-build: lib tool $(BENCH_PROGS) $(BENCH_WORKLOAD)
 
 # One package at a time, so that one missing from the archive does not keep
 # the others out; failures are reported, not fatal.
@@ -83,6 +84,7 @@ bench-readme:
 	@test -f bench/results.json || { echo "make bench-readme: no bench/results.json: make bench first" >&2; exit 1; }
 	@mkdir -p bench/published
 	cp bench/results.json bench/published/results.json
+	@if [ -f bench/tracer.json ]; then cp bench/tracer.json bench/published/tracer.json; fi
 	@if [ -f bench/results.svg ]; then cp bench/results.svg bench/published/results.svg; \
 	else echo "make bench-readme: no bench/results.svg (gnuplot missing?)"; fi
 	python3 bench/report.py --json bench/published/results.json readme README.md --chart bench/published/results.svg
