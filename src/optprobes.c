@@ -420,23 +420,29 @@ void ukp_opt_forget_gone(struct ukp_point *pt)
 static bool ukp_opt_prepare(struct ukp_point *pt)
 {
 	struct ukp_symbol fn;
-	bool whole = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
-	uintptr_t start = whole ? fn.addr : pt->addr;
-	size_t len = whole ? fn.size : 32;
-	struct ukp_opt *op;
-	uint8_t *code;
+	bool have_fn = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
+	bool entry = have_fn && fn.addr == pt->addr;
+	struct ukp_opt *op = calloc(1, sizeof(*op));
+	uint8_t quick[32], *code = NULL;
+	size_t len = sizeof(quick);
 	int err;
 
-	code = malloc(len);
-	op = calloc(1, sizeof(*op));
-	if (!code || !op)
-		goto fail;
-	while (len && ukp_read_original(start, code, len))
+	if (!op)
+		return false;
+	/* Most regions are one instruction of 5 bytes or more, which needs no
+	 * look at the rest of the function: try that first. */
+	while (len && ukp_read_original(pt->addr, quick, len))
 		len--;			/* the end of a mapping */
-	if (!len)
-		goto fail;
-	err = arch_prepare_optimized(pt, &op->aop, code, start, len, whole,
-				     ukp_point_gpr_only(pt));
+	err = len ? arch_prepare_optimized(pt, &op->aop, quick, pt->addr, len, false,
+					   entry, ukp_point_gpr_only(pt)) : -EINVAL;
+	if (err == -EAGAIN && have_fn) {
+		len = fn.size;
+		code = malloc(len);
+		if (code && !ukp_read_original(fn.addr, code, len))
+			err = arch_prepare_optimized(pt, &op->aop, code, fn.addr, len, true,
+						     entry, ukp_point_gpr_only(pt));
+		free(code);
+	}
 	if (err)
 		goto fail;
 	/* No other probe inside the region. */
@@ -445,12 +451,10 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 			arch_release_optimized(&op->aop, false);
 			goto fail;
 		}
-	free(code);
 	atomic_store(&op->state, UKP_OPT_PREPARED);
 	atomic_store_explicit(&pt->opt, op, memory_order_release);
 	return true;
 fail:
-	free(code);
 	free(op);
 	return false;
 }

@@ -145,13 +145,15 @@ int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
  * @code: the ORIGINAL bytes of [@start, @start + @len): the whole function
  *        containing pt->addr when @whole_function, else only bytes from
  *        pt->addr (then only a single instruction of jump size qualifies).
+ * @func_entry: pt->addr is the function's first byte.
  * @gpr_only: the handlers need no vector state saved.
  * Returns 0, or -EINVAL when the region may not be optimized (it stays a
- * breakpoint probe), -ENOMEM.
+ * breakpoint probe), -EAGAIN when it needs @code to be the whole function,
+ * -ENOMEM.
  */
 int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			   const uint8_t *code, uintptr_t start, size_t len,
-			   bool whole_function, bool gpr_only);
+			   bool whole_function, bool func_entry, bool gpr_only);
 /** arch_release_optimized() - free the detour of an optimization that
  *  was never patched in (@used false) or that no thread can be in. */
 void arch_release_optimized(struct arch_optinsn *op, bool used);

@@ -162,7 +162,7 @@ static int x86_relocate(const struct x86_analysis *a, const uint8_t *bytes,
 
 int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			   const uint8_t *code, uintptr_t start, size_t len,
-			   bool whole_function, bool gpr_only)
+			   bool whole_function, bool func_entry, bool gpr_only)
 {
 	struct x86_analysis an[X86_OPT_MAX_INSN];
 	uint8_t buf[4 * UKP_ARCH_SLOT_SIZE];
@@ -190,7 +190,7 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 		n++;
 	}
 	if (n > 1 && !whole_function)
-		return -EINVAL;
+		return -EAGAIN;
 	if (n > 1 && x86_check_function(code, start, len, pt->addr, rlen))
 		return -EINVAL;
 	for (unsigned int i = 0; i < n; i++) {
@@ -292,8 +292,7 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	op->single = n == 1;
 	/* A patchable-entry nop (-fpatchable-function-entry, -mnop-mcount):
 	 * the kernel's [FTRACE] probes. */
-	op->ftrace = pt->addr == start && whole_function &&
-		     x86_all_nops(code + base, rlen);
+	op->ftrace = func_entry && x86_all_nops(code + base, rlen);
 	memcpy(op->orig, code + base, rlen);
 	return 0;
 }
