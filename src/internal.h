@@ -177,7 +177,7 @@ struct ukp_opt;
 bool ukp_unoptimize(struct ukp_point *pt);
 void ukp_opt_reclaim(void);
 bool ukp_opt_make_room(uintptr_t addr);
-bool ukp_opt_original_byte(uintptr_t addr, uint8_t *b);
+bool ukp_opt_original_byte(struct ukp_point *pt, size_t i, uint8_t *b);
 void ukp_opt_queue_point(struct ukp_point *pt);
 void ukp_opt_forget(struct ukp_point *pt);
 void ukp_opt_forget_gone(struct ukp_point *pt);

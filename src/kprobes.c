@@ -73,18 +73,31 @@ static int ukp_init_locked(void)
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len)
 {
 	int err = ukp_text_read(addr, buf, len);
+	const size_t back = UKP_ARCH_MAX_PATCH - 1;
 
 	if (err)
 		return err;
-	for (size_t i = 0; i < len; i++) {
+	/* Only a byte that may be ours starts a patch (a breakpoint, or an
+	 * optimized jump that may also reach in from just before @addr): look
+	 * up points there only. */
+	for (uintptr_t at = addr >= back ? addr - back : 0; at < addr + len; at++) {
 		struct ukp_point *pt;
 
-		if (ukp_opt_original_byte(addr + i, &buf[i]))
-			continue;	/* under an optimized jump */
-		pt = ukp_point_lookup(addr + i);
-		if (pt && pt->armed)
-			for (size_t j = 0; j < arch_breakpoint_len() && i + j < len; j++)
-				buf[i + j] = arch_original_byte(pt, j);
+		if (at >= addr && !arch_maybe_patched(buf[at - addr]))
+			continue;
+		pt = ukp_point_lookup(at);
+		if (!pt)
+			continue;
+		for (size_t j = 0; j < UKP_ARCH_MAX_PATCH; j++) {
+			uint8_t b;
+
+			if (at + j < addr || at + j >= addr + len)
+				continue;
+			if (ukp_opt_original_byte(pt, j, &b))
+				buf[at + j - addr] = b;
+			else if (j < arch_breakpoint_len() && pt->armed)
+				buf[at + j - addr] = arch_original_byte(pt, j);
+		}
 	}
 	return 0;
 }

@@ -299,20 +299,16 @@ bool ukp_opt_make_room(uintptr_t addr)
 	return q ? ukp_unoptimize(q) : false;
 }
 
-/** ukp_opt_original_byte() - the byte at @addr as it was, if an optimized
- * jump covers it.  Returns true and sets *@b then. */
-bool ukp_opt_original_byte(uintptr_t addr, uint8_t *b)
+/** ukp_opt_original_byte() - byte @i of the jump optimized @pt wrote, as it
+ * was before.  Returns false when @pt has no jump there. */
+bool ukp_opt_original_byte(struct ukp_point *pt, size_t i, uint8_t *b)
 {
-	for (uintptr_t back = 0; back < 5 && back <= addr; back++) {
-		struct ukp_point *q = ukp_point_lookup(addr - back);
-		struct ukp_opt *op = q ? atomic_load(&q->opt) : NULL;
+	struct ukp_opt *op = atomic_load(&pt->opt);
 
-		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED) {
-			*b = arch_opt_original_byte(&op->aop, back);
-			return true;
-		}
-	}
-	return false;
+	if (!op || atomic_load(&op->state) != UKP_OPT_OPTIMIZED || i >= UKP_ARCH_MAX_PATCH)
+		return false;
+	*b = arch_opt_original_byte(&op->aop, i);
+	return true;
 }
 
 /* ------------------------------------------------------------------------ */

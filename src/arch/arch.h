@@ -61,6 +61,10 @@ void arch_remove_kprobe(struct ukp_point *pt);
 int arch_arm_kprobe(struct ukp_point *pt);
 int arch_disarm_kprobe(struct ukp_point *pt);
 
+/** arch_maybe_patched() - could @b be the first byte of a breakpoint or of
+ * an optimized jump of ours?  (Reading code as it was looks up only those.) */
+bool arch_maybe_patched(uint8_t b);
+
 /** arch_original_byte() - the byte the breakpoint at pt->addr covers. */
 uint8_t arch_original_byte(const struct ukp_point *pt, size_t i);
 /** Length of the breakpoint instruction (bytes to restore). */

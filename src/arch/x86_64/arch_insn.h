@@ -13,6 +13,8 @@
  *   +32  step:   copy, then int3             (post handlers run at that trap)
  */
 #define UKP_ARCH_SLOT_SIZE	64
+/* The most bytes a probe changes at its address: an optimized jmp rel32. */
+#define UKP_ARCH_MAX_PATCH	5
 /* %xmm0-%xmm7 (the vector argument registers) and %mxcsr, for jprobes. */
 #define UKP_ARCH_FPARGS_SIZE	(8 * 16 + 4)
 #define UKP_ARCH_STEP_OFFSET	32

@@ -31,6 +31,11 @@ size_t arch_breakpoint_len(void)
 	return 1;
 }
 
+bool arch_maybe_patched(uint8_t b)
+{
+	return b == INT3 || b == JMP_REL32;
+}
+
 uint8_t arch_original_byte(const struct ukp_point *pt, size_t i)
 {
 	return pt->ainsn.orig[i];
