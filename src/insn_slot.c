@@ -48,6 +48,7 @@ static struct ukp_slot_page *_Atomic ukp_slot_pages[MAX_SLOT_PAGES];
 static atomic_uint ukp_slot_npages;
 static unsigned long ukp_slot_seq;
 static unsigned int ukp_slot_ndirty;
+static unsigned int ukp_slot_hint;	/* where the last allocation was */
 
 static struct ukp_slot_page *ukp_slot_page_of(uintptr_t ip)
 {
@@ -196,16 +197,22 @@ uintptr_t ukp_slot_alloc_n(uintptr_t lo, uintptr_t hi, uintptr_t near,
 	if (ukp_slot_ndirty >= GC_DIRTY_THRESHOLD)
 		ukp_slot_gc();
 	npg = atomic_load(&ukp_slot_npages);
-	for (unsigned int i = 0; i < npg && !pg; i++) {
+	/* The page that served last first: allocations come in batches near
+	 * one another, so a scan of every page is rarely needed. */
+	for (unsigned int k = 0; k < npg && !pg; k++) {
+		unsigned int i = (ukp_slot_hint + k) % npg;
 		struct ukp_slot_page *c = atomic_load(&ukp_slot_pages[i]);
 
 		if (c && c->base >= lo && c->base + SLOT_PAGE_SIZE <= hi &&
-		    (idx = ukp_find_free_run(c->used, n)) >= 0)
+		    (idx = ukp_find_free_run(c->used, n)) >= 0) {
 			pg = c;
+			ukp_slot_hint = i;
+		}
 	}
 	if (!pg) {
 		pg = ukp_slot_page_new(lo, hi, near);
 		idx = 0;
+		ukp_slot_hint = atomic_load(&ukp_slot_npages) - 1;
 	}
 	if (pg) {
 		for (unsigned int k = 0; k < n; k++) {
