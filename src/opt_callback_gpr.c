@@ -19,8 +19,6 @@
 #include "trap.h"
 
 struct ukp_qs_rec *_Atomic ukp_qs_recs;
-static __thread struct ukp_qs_rec *ukp_qs_mine __attribute__((tls_model("initial-exec")));
-static __thread int *ukp_errno_ptr __attribute__((tls_model("initial-exec")));
 
 #define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
 
@@ -48,13 +46,13 @@ UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
  */
 UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 {
-	struct ukp_qs_rec *r = ukp_qs_mine;
 	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct ukp_qs_rec *r = kcb->qs;
 	unsigned int idx = 0;
-	int saved_errno, *ep = ukp_errno_ptr;
+	int saved_errno, *ep = kcb->errno_ptr;
 
 	if (unlikely(!r))
-		r = ukp_qs_mine = ukp_qs_claim();
+		r = kcb->qs = ukp_qs_claim();
 	if (likely(r)) {
 		r->nest++;
 		__asm__ volatile("" ::: "memory");
@@ -64,7 +62,7 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, is looked up once). */
 	if (unlikely(!ep))
-		ep = ukp_errno_ptr = &errno;
+		ep = kcb->errno_ptr = &errno;
 	saved_errno = *ep;
 	regs->ip = pt->addr;
 	if (kcb->depth || kcb->internal) {
@@ -93,7 +91,7 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 /* After fork(): this thread's record was cleared with all the others. */
 void ukp_opt_forget_thread_record(void)
 {
-	ukp_qs_mine = NULL;
+	ukp_this_kcb()->qs = NULL;
 }
 
 /**
@@ -103,10 +101,11 @@ void ukp_opt_forget_thread_record(void)
  */
 struct ukp_qs_rec *ukp_qs_enter(unsigned int *srcu)
 {
-	struct ukp_qs_rec *r = ukp_qs_mine;
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	struct ukp_qs_rec *r = kcb->qs;
 
 	if (unlikely(!r))
-		r = ukp_qs_mine = ukp_qs_claim();
+		r = kcb->qs = ukp_qs_claim();
 	if (likely(r)) {
 		r->nest++;
 		__asm__ volatile("" ::: "memory");

@@ -11,6 +11,9 @@
 struct ukp_kcb {
 	int depth;			/* >0: a handler runs on this thread */
 	bool internal;			/* ukprobes' own thread: runs no handler */
+	/* The detour path's per-thread state, next to depth: one TLS access. */
+	struct ukp_qs_rec *qs;		/* this thread's grace-period record */
+	int *errno_ptr;			/* &errno, looked up once */
 	struct kprobe *cur;		/* whose handler runs */
 	sigjmp_buf *recover;		/* where a handled handler fault resumes */
 	const ucontext_t *uc;		/* the trap's context, while handlers run */
