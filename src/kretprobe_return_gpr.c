@@ -96,11 +96,16 @@ void ukp_pool_put(struct kretprobe_instance *ri)
 NOKPROBE_SYMBOL(ukp_pool_put);
 
 /* Is @sp on the signal stack the trap was delivered on? */
-static bool ukp_on_altstack(const ucontext_t *uc, uintptr_t sp)
+static bool ukp_on_altstack(const struct ukp_kcb *kcb, uintptr_t sp)
 {
+	const ucontext_t *uc = kcb->uc;
 	uintptr_t base;
 
-	if (!uc || (uc->uc_stack.ss_flags & SS_DISABLE))
+	/* An optimized entry has no signal frame: the stack the thread set
+	 * through our sigaltstack() (signal_mask.c) tells instead. */
+	if (!uc)
+		return kcb->alt_size && sp - kcb->alt_base < kcb->alt_size;
+	if (uc->uc_stack.ss_flags & SS_DISABLE)
 		return false;
 	base = (uintptr_t)uc->uc_stack.ss_sp;
 	return sp - base < uc->uc_stack.ss_size;
@@ -118,7 +123,7 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	struct kretprobe_instance *ri;
 	uintptr_t slot = regs->sp;
 	unsigned long ret;
-	bool alt = ukp_on_altstack(kcb->uc, slot);
+	bool alt = ukp_on_altstack(kcb, slot);
 
 	if (!ext || arch_safe_read_ulong(slot, &ret)) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);

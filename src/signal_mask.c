@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "trap.h"
 
 static __thread bool ukp_app_blocks_trap __attribute__((tls_model("initial-exec")));
 
@@ -110,4 +111,25 @@ __asm__(".symver ukp_pthread_sigmask_225, pthread_sigmask@GLIBC_2.2.5");
 void ukp_mask_strip_trap(struct sigaction *act)
 {
 	sigdelset(&act->sa_mask, SIGTRAP);
+}
+
+/*
+ * sigaltstack(): noted per thread, for what has no signal frame to ask (an
+ * optimized kretprobe entry tells a call on the signal stack from one on
+ * the thread's stack by it).
+ */
+UKP_API int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	struct ukp_kcb *kcb = ukp_this_kcb();
+	int ret = (int)syscall(SYS_sigaltstack, ss, old);
+
+	if (!ret && ss) {
+		if (ss->ss_flags & SS_DISABLE) {
+			kcb->alt_size = 0;
+		} else {
+			kcb->alt_base = (uintptr_t)ss->ss_sp;
+			kcb->alt_size = ss->ss_size;
+		}
+	}
+	return ret;
 }

@@ -14,6 +14,10 @@ struct ukp_kcb {
 	/* The detour path's per-thread state, next to depth: one TLS access. */
 	struct ukp_qs_rec *qs;		/* this thread's grace-period record */
 	int *errno_ptr;			/* &errno, looked up once */
+	/* The signal stack this thread set with sigaltstack(), as seen by
+	 * our interposer (0 size: none known). */
+	uintptr_t alt_base;
+	size_t alt_size;
 	struct kprobe *cur;		/* whose handler runs */
 	sigjmp_buf *recover;		/* where a handled handler fault resumes */
 	const ucontext_t *uc;		/* the trap's context, while handlers run */

@@ -1306,3 +1306,60 @@ Test(kretprobes, listing_shows_r, .timeout = 30)
 	unregister_kprobe(&kp);
 	unregister_kretprobe(&rp);
 }
+
+/* ---------------------------------------------------------------------- */
+/* An optimized entry (no signal frame) still tells calls on the signal   */
+/* stack from calls on the thread's stack (sigaltstack() is noted).       */
+/* ---------------------------------------------------------------------- */
+
+static atomic_long alt_rets;
+
+__attribute__((noinline, noipa)) int rp_alt_target(int x)
+{
+	if (x == 1)
+		raise(SIGUSR1);		/* the handler calls us again, on its stack */
+	return x + 1;
+}
+
+static int alt_ret_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	atomic_fetch_add(&alt_rets, 1);
+	return 0;
+}
+
+static void alt_usr1(int sig)
+{
+	int (*volatile f)(int) = rp_alt_target;
+
+	(void)sig;
+	f(2);
+}
+
+Test(kretprobes, optimized_entry_with_signal_stack_above, .timeout = 30)
+{
+	/* The signal stack lies in this frame, above the probed function's
+	 * frames: an entry on it must not retire the one below. */
+	static char altmem_guard;
+	char altmem[1 << 16];
+	stack_t ss = { .ss_sp = altmem, .ss_size = sizeof(altmem), .ss_flags = 0 };
+	struct sigaction sa = { 0 };
+	struct kretprobe rp = { .kp.symbol_name = "rp_alt_target", .handler = alt_ret_handler,
+				.kp.flags = KPROBE_FLAG_GPR_ONLY, .maxactive = 8 };
+	int (*volatile f)(int) = rp_alt_target;
+
+	(void)altmem_guard;
+	cr_assert_eq(sigaltstack(&ss, NULL), 0);
+	sa.sa_handler = alt_usr1;
+	sa.sa_flags = SA_ONSTACK;
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cr_assert_eq(register_kretprobe(&rp), 0);
+	ukprobes_wait_optimizer();
+	cr_expect(rp.kp.flags & KPROBE_FLAG_OPTIMIZED, "the entry was not optimized");
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(f(1), 2);
+	unregister_kretprobe(&rp);
+	cr_expect_eq(atomic_load(&alt_rets), 200, "return handlers: %ld", atomic_load(&alt_rets));
+	cr_expect_eq(rp.nmissed, 0);
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+}
