@@ -14,7 +14,6 @@
  * that no thread can be inside (see the comment there).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

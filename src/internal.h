@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -28,6 +29,8 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* ------------------------------------------------------------------------ */
 /* Probe points                                                              */
@@ -57,7 +60,6 @@ struct ukp_point {
 	struct ukp_opt *_Atomic opt;	/* jump optimization, NULL when none */
 	bool opt_queued;		/* in the optimizer's queue */
 	bool opt_refused;		/* its region cannot be optimized */
-	struct ukp_point *next_free;	/* reclaim list */
 };
 
 /* flags: what the trap path needs to know without walking the list. */
@@ -150,9 +152,6 @@ void ukp_resume_fixup(void *ucv);
 int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 		    const sigset_t *mask);
 void ukp_signal_give_back(int sig);
-/* Real sigaction of libc, not our interposer. */
-int ukp_real_sigaction(int sig, const struct sigaction *act,
-		       struct sigaction *old);
 /* The rt_sigprocmask system call as glibc's sigprocmask() makes it, not
  * our interposer: async-signal-safe. */
 int ukp_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);

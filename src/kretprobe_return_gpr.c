@@ -20,9 +20,6 @@
 #include "optprobes.h"
 #include "trap.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
 extern struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
 struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)

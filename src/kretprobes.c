@@ -38,9 +38,6 @@
 #include "thread_ext.h"
 #include "optprobes.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
 
 
 /* Pools whose last instance came back after unregistration, freed by the

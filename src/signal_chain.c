@@ -69,11 +69,6 @@ static void ukp_app_read(int sig, struct sigaction *act)
 }
 NOKPROBE_SYMBOL(ukp_app_read);
 
-int ukp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	return __sigaction(sig, act, old);
-}
-
 
 /**
  * ukp_signal_take() - install @fn for @sig, remembering the program's

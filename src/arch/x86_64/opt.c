@@ -28,8 +28,8 @@
 #include "insn.h"
 
 #define JMP32_LEN	5
-#define CODE_PROLOGUE	21	/* lea, call *, jmp, .quad */
-#define CODE_RESUME	29	/* + lea back: the relocated copy starts here */
+/* lea, call *, jmp, .quad (21 bytes), lea back: the relocated copy */
+#define CODE_RESUME	29
 
 extern const char ukp_optprobe_entry[], ukp_optprobe_entry_gpr[];
 extern const char ukp_optprobe_entry_end[];
