@@ -332,7 +332,7 @@ END(opt_x87full)
 
 /*
  * void opt_gpr(unsigned long *out): every general register gets a known
- * value (opt_gpr_vals[]) and the flags CF PF AF ZF SF OF are set, then the
+ * value (opt_gpr_vals[]) and the flags are opt_gpr_flags, then the
  * probed region (two lea: r15 += 1, r14 += 1, flags unchanged), then
  * out[0..14] = rax rbx rcx rdx rsi rdi rbp r8 r9 r10 r11 r12 r13 r14 r15,
  * out[15] = rflags; opt_gpr_sp[0] and [1] = rsp before and after.
@@ -346,7 +346,7 @@ FUNC(opt_gpr)
 	push	%r15
 	push	%rdi
 	mov	%rsp, opt_gpr_sp(%rip)
-	push	$0x8d5			/* CF PF AF ZF SF OF */
+	pushq	opt_gpr_flags(%rip)	/* CF PF AF ZF SF OF by default */
 	popfq
 	mov	opt_gpr_vals+0*8(%rip), %rax
 	mov	opt_gpr_vals+1*8(%rip), %rbx
@@ -529,7 +529,7 @@ END(opt_fentry)
 
 	.data
 	.p2align 3
-	.globl	opt_rip_data, opt_rip_store, opt_gpr_vals, opt_gpr_sp
+	.globl	opt_rip_data, opt_rip_store, opt_gpr_vals, opt_gpr_sp, opt_gpr_flags
 opt_rip_data:
 	.quad	0x1122334455667788
 opt_rip_store:
@@ -542,5 +542,7 @@ opt_gpr_vals:
 	.quad	0xd0d0d0d0d0d0d7d7, 0xe0e0e0e0e0e0e8e8, 0xf0f0f0f0f0f0f9f9
 opt_gpr_sp:
 	.quad	0, 0
+opt_gpr_flags:
+	.quad	0x8d7			/* CF PF AF ZF SF OF and bit 1 */
 
 	.section .note.GNU-stack, "", @progbits

@@ -89,7 +89,7 @@ extern char opt_fault1[], opt_fault1_p[];
 extern char opt_kret[], opt_kret_vec[];
 extern char opt_fentry[], opt_fentry_body[];
 extern long opt_rip_data, opt_rip_store;
-extern unsigned long opt_gpr_vals[15], opt_gpr_sp[2];
+extern unsigned long opt_gpr_vals[15], opt_gpr_sp[2], opt_gpr_flags;
 
 typedef long (*fn1_t)(long);
 typedef long (*fn2_t)(long, long);
@@ -1334,6 +1334,9 @@ Test(optprobes, x87_stack_preserved, .timeout = 30)
 
 /* General registers and flags. */
 #define ARITH_FLAGS 0x8d5ul	/* CF PF AF ZF SF OF */
+#define ID_FLAG 0x200000ul	/* harmless to set: CPUID detection toggles it */
+/* What the handler must see of opt_gpr_flags, and find again after. */
+#define GPR_FLAGS_SEEN (ARITH_FLAGS | ID_FLAG)
 static volatile int gpr_mode;	/* 0 look, 1 modify */
 static volatile unsigned long gpr_seen_bad, gpr_seen_flags;
 static volatile unsigned long gpr_seen[21];
@@ -1367,7 +1370,7 @@ static int gpr_pre_common(struct kprobe *p, struct pt_regs *regs)
 		gpr_seen_bad |= 1ul << 15;
 	if (regs->sp != opt_gpr_sp[0])
 		gpr_seen_bad |= 1ul << 16;
-	if ((regs->flags & ARITH_FLAGS) != ARITH_FLAGS)
+	if ((regs->flags & GPR_FLAGS_SEEN) != (opt_gpr_flags & GPR_FLAGS_SEEN))
 		gpr_seen_bad |= 1ul << 17;
 	gpr_seen_flags = regs->flags;
 	if (gpr_mode == 1) {
@@ -1424,10 +1427,13 @@ static void gpr_run(unsigned int flags, int mode, const char *what)
 			cr_assert_eq(out[i], want, "%s: %s is %#lx after the probe, expected %#lx",
 				     what, gpr_names[i], out[i], want);
 		}
-		unsigned long want_flags = mode ? ARITH_FLAGS & ~0x41ul : ARITH_FLAGS;
-		cr_assert_eq(out[15] & ARITH_FLAGS, want_flags,
+		unsigned long want_flags = opt_gpr_flags & GPR_FLAGS_SEEN;
+
+		if (mode)
+			want_flags &= ~0x41ul;
+		cr_assert_eq(out[15] & GPR_FLAGS_SEEN, want_flags,
 			     "%s: flags %#lx after the probe, expected %#lx (of %#lx)", what,
-			     out[15] & ARITH_FLAGS, want_flags, ARITH_FLAGS);
+			     out[15] & GPR_FLAGS_SEEN, want_flags, GPR_FLAGS_SEEN);
 		cr_assert_eq(out[15] & 0x400, 0, "%s: DF set after the probe", what);
 		cr_assert_eq(opt_gpr_sp[1], opt_gpr_sp[0] - 8, "%s: %%rsp moved", what);
 	}
@@ -1452,6 +1458,31 @@ Test(optprobes, gpr_and_flags_changes_applied, .timeout = 30)
 {
 	gpr_run(0, 1, "default, handler changes ax bp r15 CF ZF");
 	gpr_run(KPROBE_FLAG_GPR_ONLY, 1, "GPR_ONLY, handler changes ax bp r15 CF ZF");
+}
+
+/*
+ * The detour restores the flags without popfq (OF by an add, the others by
+ * sahf) unless a bit beyond those is set: every combination of CF PF AF ZF
+ * SF OF comes back as it was, and with ID set (the popfq path) too.
+ */
+Test(optprobes, flags_every_combination, .timeout = 60)
+{
+	static const unsigned long bit[6] = { 0x1, 0x4, 0x10, 0x40, 0x80, 0x800 };
+	char what[96];
+
+	for (unsigned int m = 0; m < 64; m++) {
+		unsigned long f = 0x2;
+
+		for (int b = 0; b < 6; b++)
+			if (m & (1u << b))
+				f |= bit[b];
+		for (int id = 0; id < 2; id++) {
+			opt_gpr_flags = f | (id ? ID_FLAG : 0);
+			snprintf(what, sizeof(what), "GPR_ONLY, flags %#lx", opt_gpr_flags);
+			gpr_run(KPROBE_FLAG_GPR_ONLY, 0, what);
+		}
+	}
+	opt_gpr_flags = 0x8d7;
 }
 
 /* errno: a handler's libc calls must not change the program's errno. */

@@ -129,8 +129,14 @@ ukp_kretprobe_trampoline:
 	movq	PT_SI(%rsp), %rsi
 	movq	PT_DI(%rsp), %rdi
 	movq	PT_AX(%rsp), %rax
-	leaq	PT_SIZE(%rsp), %rsp
-	ret
+	/* Not `ret`: the return stack buffer's top is the caller's own
+	 * return address now (the probed function's `ret` consumed ours
+	 * when it came here, mispredicted), and a `ret` would pop it and
+	 * mispredict the caller's return too.  An indirect jump is
+	 * predicted by target and leaves the buffer in step.  The slot
+	 * below %rsp is safe to read: signal frames skip the red zone. */
+	leaq	(PT_SIZE + 8)(%rsp), %rsp
+	jmp	*-8(%rsp)
 	.size	ukp_kretprobe_trampoline, .-ukp_kretprobe_trampoline
 
 	.globl	jprobe_return
