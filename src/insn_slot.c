@@ -48,22 +48,76 @@ static atomic_uint ukp_slot_npages;
 static unsigned long ukp_slot_seq;
 static unsigned int ukp_slot_ndirty;
 static unsigned int ukp_slot_hint;	/* where the last allocation was */
+static uintptr_t ukp_slot_last_new;	/* the last page mapped */
+
+/*
+ * Pages by address: an open-addressing table of page numbers + 1, at most
+ * half full (twice MAX_SLOT_PAGES entries), so that finding the page of an
+ * address costs a probe or two, not a walk of every page (10,000 detours
+ * take hundreds of pages).  Written under ukp_slot_mutex, read lock-free:
+ * a page is published in ukp_slot_pages[] before its number goes in here.
+ */
+#define PAGE_INDEX_BITS		17
+#define PAGE_INDEX_SIZE		(1u << PAGE_INDEX_BITS)
+#define PAGE_INDEX_REMOVED	UINT32_MAX
+
+_Static_assert(PAGE_INDEX_SIZE >= 2 * MAX_SLOT_PAGES, "index at most half full");
+
+static _Atomic uint32_t ukp_slot_index[PAGE_INDEX_SIZE];
+
+static unsigned int ukp_page_hash(uintptr_t base)
+{
+	return (unsigned int)(((uint64_t)(base / SLOT_PAGE_SIZE) * 0x9e3779b97f4a7c15ull) >>
+			      (64 - PAGE_INDEX_BITS));
+}
 
 static struct ukp_slot_page *ukp_slot_page_of(uintptr_t ip)
 {
-	unsigned int n = atomic_load_explicit(&ukp_slot_npages,
-					      memory_order_acquire);
+	uintptr_t base = ip & ~(uintptr_t)(SLOT_PAGE_SIZE - 1);
 
-	for (unsigned int i = 0; i < n; i++) {
-		struct ukp_slot_page *pg = atomic_load_explicit(
-			&ukp_slot_pages[i], memory_order_acquire);
+	for (unsigned int i = ukp_page_hash(base);; i = (i + 1) % PAGE_INDEX_SIZE) {
+		uint32_t v = atomic_load_explicit(&ukp_slot_index[i], memory_order_acquire);
+		struct ukp_slot_page *pg;
 
-		if (pg && ip - pg->base < SLOT_PAGE_SIZE)
+		if (!v)
+			return NULL;
+		if (v == PAGE_INDEX_REMOVED)
+			continue;
+		pg = atomic_load_explicit(&ukp_slot_pages[v - 1], memory_order_acquire);
+		if (pg && pg->base == base)
 			return pg;
 	}
-	return NULL;
 }
 NOKPROBE_SYMBOL(ukp_slot_page_of);
+
+/* Page number @n (ukp_slot_pages[n]) goes in the index.  Mutex held. */
+static void ukp_slot_index_add(struct ukp_slot_page *pg, unsigned int n)
+{
+	for (unsigned int i = ukp_page_hash(pg->base);; i = (i + 1) % PAGE_INDEX_SIZE) {
+		uint32_t v = atomic_load(&ukp_slot_index[i]);
+
+		if (!v || v == PAGE_INDEX_REMOVED) {
+			atomic_store_explicit(&ukp_slot_index[i], n + 1, memory_order_release);
+			return;
+		}
+	}
+}
+
+/* And out again (a rollback).  Mutex held. */
+static void ukp_slot_index_remove(const struct ukp_slot_page *pg, unsigned int n)
+{
+	for (unsigned int i = ukp_page_hash(pg->base);; i = (i + 1) % PAGE_INDEX_SIZE) {
+		uint32_t v = atomic_load(&ukp_slot_index[i]);
+
+		if (!v)
+			return;
+		if (v == n + 1) {
+			atomic_store_explicit(&ukp_slot_index[i], PAGE_INDEX_REMOVED,
+					      memory_order_release);
+			return;
+		}
+	}
+}
 
 /**
  * ukp_slot_info_at() - what the slot containing @ip copies.  Trap-safe.
@@ -141,6 +195,15 @@ static struct ukp_slot_page *ukp_slot_page_new(uintptr_t lo, uintptr_t hi,
 
 	if (n >= MAX_SLOT_PAGES)
 		return NULL;
+	/* The page below the last new one first: pages come in runs near the
+	 * same code, and this spares a read of /proc/self/maps (hundreds of
+	 * lines by then) for each. */
+	if (ukp_slot_last_new > lo + SLOT_PAGE_SIZE &&
+	    ukp_slot_last_new - SLOT_PAGE_SIZE >= lo && ukp_slot_last_new <= hi &&
+	    ukp_dist(ukp_slot_last_new, near) < (1u << 30))
+		p = mmap((void *)(ukp_slot_last_new - SLOT_PAGE_SIZE), SLOT_PAGE_SIZE,
+			 PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	for (int tries = 0; tries < 4 && p == MAP_FAILED; tries++) {
 		uintptr_t hole = ukp_find_hole(lo, hi, near);
 
@@ -160,21 +223,27 @@ static struct ukp_slot_page *ukp_slot_page_new(uintptr_t lo, uintptr_t hi,
 	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, SLOT_PAGE_SIZE,
 	      (unsigned long)"ukprobes-insn-slots");
 	pg->base = (uintptr_t)p;
+	ukp_slot_last_new = pg->base;
 	pg->created = ++ukp_slot_seq;
 	atomic_store_explicit(&ukp_slot_pages[n], pg, memory_order_release);
 	atomic_store_explicit(&ukp_slot_npages, n + 1, memory_order_release);
+	ukp_slot_index_add(pg, n);
 	return pg;
 }
 
 /* First index of @n consecutive free slots in @used, or -1. */
 static int ukp_find_free_run(uint64_t used, unsigned int n)
 {
-	uint64_t run = n >= 64 ? ~0ull : (1ull << n) - 1;
+	/* Bit i of @starts: slots i .. i + n - 1 are all free. */
+	uint64_t free_map = SLOTS_PER_PAGE >= 64 ? ~used :
+			    ~used & ((1ull << SLOTS_PER_PAGE) - 1);
+	uint64_t starts = free_map;
 
-	for (unsigned int i = 0; i + n <= SLOTS_PER_PAGE; i++)
-		if (!(used & (run << i)))
-			return (int)i;
-	return -1;
+	if ((unsigned int)__builtin_popcountll(free_map) < n)
+		return -1;
+	for (unsigned int k = 1; k < n && starts; k++)
+		starts &= free_map >> k;
+	return starts ? __builtin_ctzll(starts) : -1;
 }
 
 /**
@@ -307,6 +376,7 @@ void ukp_slot_unmap_new_since(unsigned long mark)
 
 		if (!pg || pg->created <= mark || pg->used || pg->dirty)
 			break;
+		ukp_slot_index_remove(pg, n - 1);
 		atomic_store(&ukp_slot_npages, n - 1);
 		atomic_store(&ukp_slot_pages[n - 1], NULL);
 		/* Never armed: no thread can have run in it. */

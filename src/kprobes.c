@@ -19,6 +19,7 @@
 #include "arch.h"
 #include "memmap.h"
 #include "symbols.h"
+#include "key_index.h"
 
 /* This protects the point table, every point's list and flags, and the
  * knobs.  Never taken on the trap path. */
@@ -418,12 +419,9 @@ struct ukp_pending {
 static void ukp_free_new_points(struct ukp_pending *pd, int n)
 {
 	for (int i = 0; i < n; i++) {
+		/* Later entries that share this point have new_pt clear. */
 		if (!pd[i].new_pt)
 			continue;
-		/* Later entries may share this new point. */
-		for (int j = i + 1; j < n; j++)
-			if (pd[j].pt == pd[i].pt)
-				pd[j].new_pt = false;
 		arch_unprepare_kprobe(pd[i].pt);
 		free(pd[i].pt);
 	}
@@ -447,6 +445,9 @@ static int ukp_check_func_entry(uintptr_t addr, const struct ukp_symbol *fn,
 static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 {
 	struct ukp_pending *pd;
+	/* Repeats in the batch: kprobe structs, and where each address
+	 * came first. */
+	struct ukp_key_index seen, first_at;
 	unsigned long mark;
 	bool changed = false;
 	int err = 0, i;
@@ -454,6 +455,15 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 	pd = calloc((size_t)num, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
+	if (ukp_key_index_init(&seen, (size_t)num)) {
+		free(pd);
+		return -ENOMEM;
+	}
+	if (ukp_key_index_init(&first_at, (size_t)num)) {
+		ukp_key_index_fini(&seen);
+		free(pd);
+		return -ENOMEM;
+	}
 	ukp_check_gone();
 	ukp_symbols_refresh();
 	ukp_slot_mark(&mark);
@@ -463,39 +473,35 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 		struct ukp_symbol fn;
 		bool have_fn = false;
 		uint8_t code[UKP_ARCH_MAX_INSN + 1];
+		int first;
 
 		if (!p) {
 			err = -EINVAL;
 			break;
 		}
 		/* Already registered, or twice in this batch. */
-		if ((p->addr && ukp_valid_point(p))) {
+		if ((p->addr && ukp_valid_point(p)) ||
+		    ukp_key_index_get_or_put(&seen, (uintptr_t)p, i) >= 0) {
 			err = -EINVAL;
 			break;
 		}
-		for (int j = 0; j < i && !err; j++)
-			if (kps[j] == p)
-				err = -EINVAL;
-		if (err)
-			break;
 		err = ukp_resolve(p, &pd[i].addr, &fn, &have_fn);
 		if (!err && kind != UKP_KIND_KPROBE)
 			err = ukp_check_func_entry(pd[i].addr, &fn, have_fn);
 		if (err)
 			break;
+		first = ukp_key_index_get_or_put(&first_at, pd[i].addr, i);
 		pd[i].pt = ukp_point_lookup(pd[i].addr);
-		for (int j = 0; j < i && !pd[i].pt; j++)
-			if (pd[j].addr == pd[i].addr)
-				pd[i].pt = pd[j].pt;
+		if (!pd[i].pt && first >= 0)
+			pd[i].pt = pd[first].pt;
 		if (kind == UKP_KIND_JPROBE) {
 			/* One jprobe per function, as in the kernel. */
 			for (struct kprobe *q = pd[i].pt ? atomic_load(&pd[i].pt->probes) : NULL;
 			     q && !err; q = q->ukp_next)
 				if (ukp_is_jprobe(q))
 					err = -EEXIST;
-			for (int j = 0; j < i && !err; j++)
-				if (pd[j].addr == pd[i].addr)
-					err = -EEXIST;
+			if (first >= 0)
+				err = -EEXIST;
 			if (err)
 				break;
 		}
@@ -520,6 +526,8 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 			break;
 		}
 	}
+	ukp_key_index_fini(&seen);
+	ukp_key_index_fini(&first_at);
 	if (!err)
 		err = ukp_trap_install();
 	if (err) {

@@ -222,6 +222,30 @@ static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ft
 	}
 }
 
+/*
+ * How many points with a detour (prepared or optimized) start in each page,
+ * by a hash of the page (collisions only cost a search that finds
+ * nothing): registering 10,000 probes then asks the point table about
+ * 31 bytes before each only where a region may be.  ukp_kprobe_mutex.
+ */
+#define OPT_PAGE_BUCKETS 4096u
+static unsigned int ukp_opt_in_page[OPT_PAGE_BUCKETS];
+
+static unsigned int *ukp_opt_page_count(uintptr_t addr)
+{
+	return &ukp_opt_in_page[(addr >> 12) % OPT_PAGE_BUCKETS];
+}
+
+/* @pt gets its detour @op, or loses it (@op NULL). */
+static void ukp_opt_attach(struct ukp_point *pt, struct ukp_opt *op)
+{
+	if (op)
+		++*ukp_opt_page_count(pt->addr);
+	else if (atomic_load(&pt->opt))
+		--*ukp_opt_page_count(pt->addr);
+	atomic_store_explicit(&pt->opt, op, memory_order_release);
+}
+
 /**
  * ukp_unoptimize() - put @pt back to a plain breakpoint probe now.  The
  * detour is retired: freed by ukp_opt_reclaim() once no thread can use it.
@@ -242,7 +266,7 @@ bool ukp_unoptimize(struct ukp_point *pt)
 		arch_unoptimize_stage2(pt, &op->aop);
 		changed = true;
 	}
-	atomic_store(&pt->opt, NULL);
+	ukp_opt_attach(pt, NULL);
 	ukp_point_set_optflags(pt, false, false);
 	op->retired_next = ukp_opt_retired;
 	ukp_opt_retired = op;
@@ -280,6 +304,10 @@ void ukp_opt_reclaim(void)
  * @addr (other than one at @addr). */
 static struct ukp_point *ukp_opt_covering(uintptr_t addr)
 {
+	/* Regions are shorter than 32 bytes: they start in this page or
+	 * the one before. */
+	if (!*ukp_opt_page_count(addr) && !*ukp_opt_page_count(addr - 31))
+		return NULL;
 	for (uintptr_t back = 1; back < 32 && back < addr; back++) {
 		struct ukp_point *q = ukp_point_lookup(addr - back);
 		struct ukp_opt *op = q ? atomic_load(&q->opt) : NULL;
@@ -406,10 +434,45 @@ void ukp_opt_forget_gone(struct ukp_point *pt)
 	ukp_opt_forget(pt);
 	if (!op)
 		return;
-	atomic_store(&pt->opt, NULL);
+	ukp_opt_attach(pt, NULL);
 	ukp_point_set_optflags(pt, false, false);
 	op->retired_next = ukp_opt_retired;
 	ukp_opt_retired = op;
+}
+
+/*
+ * The last function read whole, kept for the rest of the pass: a batch
+ * comes in address order, often many probes to a function, and each
+ * region of several instructions is checked against all of it (the
+ * arch keeps what it found, arch_opt_batch_done()).  Original bytes, so
+ * probes planted meanwhile do not change it; the pass holds the mutex.
+ */
+static struct {
+	uintptr_t addr;
+	size_t size;
+	uint8_t *code;
+} ukp_fn_code;
+
+static const uint8_t *ukp_opt_function_code(const struct ukp_symbol *fn)
+{
+	if (ukp_fn_code.code && ukp_fn_code.addr == fn->addr && ukp_fn_code.size == fn->size)
+		return ukp_fn_code.code;
+	free(ukp_fn_code.code);
+	ukp_fn_code.code = malloc(fn->size);
+	if (ukp_fn_code.code && ukp_read_original(fn->addr, ukp_fn_code.code, fn->size)) {
+		free(ukp_fn_code.code);
+		ukp_fn_code.code = NULL;
+	}
+	ukp_fn_code.addr = fn->addr;
+	ukp_fn_code.size = fn->size;
+	return ukp_fn_code.code;
+}
+
+static void ukp_opt_pass_done(void)
+{
+	free(ukp_fn_code.code);
+	ukp_fn_code.code = NULL;
+	arch_opt_batch_done();
 }
 
 /* Build the detour of @pt: PREPARED.  False when it cannot be optimized. */
@@ -419,12 +482,19 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	bool have_fn = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
-	uint8_t quick[32], *code = NULL;
+	uint8_t quick[32];
+	const uint8_t *code;
 	size_t len = sizeof(quick);
 	int err;
 
 	if (!op)
 		return false;
+	/* The jump covers UKP_ARCH_MAX_PATCH bytes at least: a probe there
+	 * refuses it before any decoding (a probe on every instruction of
+	 * a function would otherwise decode the function for each). */
+	for (size_t i = 1; i < UKP_ARCH_MAX_PATCH; i++)
+		if (ukp_point_lookup(pt->addr + i))
+			goto fail;
 	/* Most regions are one instruction of 5 bytes or more, which needs no
 	 * look at the rest of the function: try that first. */
 	while (len && ukp_read_original(pt->addr, quick, len))
@@ -432,12 +502,10 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	err = len ? arch_prepare_optimized(pt, &op->aop, quick, pt->addr, len, false,
 					   entry, ukp_point_gpr_only(pt)) : -EINVAL;
 	if (err == -EAGAIN && have_fn) {
-		len = fn.size;
-		code = malloc(len);
-		if (code && !ukp_read_original(fn.addr, code, len))
-			err = arch_prepare_optimized(pt, &op->aop, code, fn.addr, len, true,
+		code = ukp_opt_function_code(&fn);
+		if (code)
+			err = arch_prepare_optimized(pt, &op->aop, code, fn.addr, fn.size, true,
 						     entry, ukp_point_gpr_only(pt));
-		free(code);
 	}
 	if (err)
 		goto fail;
@@ -448,7 +516,7 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 			goto fail;
 		}
 	atomic_store(&op->state, UKP_OPT_PREPARED);
-	atomic_store_explicit(&pt->opt, op, memory_order_release);
+	ukp_opt_attach(pt, op);
 	return true;
 fail:
 	free(op);
@@ -509,6 +577,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 		batch[n++] = pt;
 	}
 	ukp_opt_nqueue = 0;
+	ukp_opt_pass_done();
 	if (!n) {
 		free(batch);
 		return 0;

@@ -158,6 +158,10 @@ int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
 int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			   const uint8_t *code, uintptr_t start, size_t len,
 			   bool whole_function, bool func_entry, bool gpr_only);
+/** arch_opt_batch_done() - the optimizer's pass has prepared its batch:
+ *  forget what was kept about the functions it looked at (their code may
+ *  change before the next). */
+void arch_opt_batch_done(void);
 /** arch_release_optimized() - free the detour of an optimization that
  *  was never patched in (@used false) or that no thread can be in. */
 void arch_release_optimized(struct arch_optinsn *op, bool used);

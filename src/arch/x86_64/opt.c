@@ -21,6 +21,7 @@
  */
 #include <cpuid.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -90,36 +91,110 @@ static bool x86_all_nops(const uint8_t *code, size_t len)
 	return true;
 }
 
-/* Decode the whole function: no jump into (addr, addr + rlen), no
- * indirect jump. */
-static int x86_check_function(const uint8_t *code, uintptr_t start, size_t len,
-			      uintptr_t addr, size_t rlen)
-{
-	for (size_t off = 0; off < len;) {
-		struct x86_analysis a;
-		uintptr_t at = start + off;
-		int err = x86_insn_analyze(at, code + off, len - off, &a);
+/*
+ * What the whole function says about any region in it: whether it may be
+ * optimized at all (no indirect jump, every byte decodes) and where its
+ * direct branches land, sorted.  Kept for the function the optimizer's
+ * pass looked at last (a batch often holds many probes in one function,
+ * and decoding a function for each costs tens of microseconds), until
+ * arch_opt_batch_done().
+ */
+static struct {
+	uintptr_t start;
+	size_t len;
+	bool valid, refused;
+	uintptr_t *targets;
+	size_t n, cap;
+} x86_fn;
 
-		if (err == -EILSEQ)
-			return -EINVAL;
+static int x86_cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void x86_fn_add_target(uintptr_t t)
+{
+	if (x86_fn.refused)
+		return;
+	if (x86_fn.n == x86_fn.cap) {
+		size_t cap = x86_fn.cap ? 2 * x86_fn.cap : 64;
+		uintptr_t *p = realloc(x86_fn.targets, cap * sizeof(*p));
+
+		if (!p) {
+			x86_fn.refused = true;	/* cannot prove: refuse */
+			return;
+		}
+		x86_fn.targets = p;
+		x86_fn.cap = cap;
+	}
+	x86_fn.targets[x86_fn.n++] = t;
+}
+
+static void x86_fn_summarize(const uint8_t *code, uintptr_t start, size_t len)
+{
+	x86_fn.start = start;
+	x86_fn.len = len;
+	x86_fn.valid = true;
+	x86_fn.refused = false;
+	x86_fn.n = 0;
+	for (size_t off = 0; off < len && !x86_fn.refused;) {
+		struct x86_analysis a;
+		int err = x86_insn_analyze(start + off, code + off, len - off, &a);
+
+		if (err == -EILSEQ) {
+			x86_fn.refused = true;
+			break;
+		}
 		/* int3 padding and the like decode as refused: fine here. */
 		switch (err ? X86_OP_XOL : a.op) {
 		case X86_OP_JMP_IND:
-			return -EINVAL;
+			x86_fn.refused = true;
+			break;
 		case X86_OP_JMP_REL:
 		case X86_OP_JCC:
 		case X86_OP_LOOP:
 		case X86_OP_JRCXZ:
 		case X86_OP_CALL_REL:
-			if (a.target > addr && a.target < addr + rlen)
-				return -EINVAL;
+			x86_fn_add_target(a.target);
 			break;
 		default:
 			break;
 		}
 		off += a.len ? a.len : 1;
 	}
-	return 0;
+	if (!x86_fn.refused)
+		qsort(x86_fn.targets, x86_fn.n, sizeof(*x86_fn.targets), x86_cmp_addr);
+}
+
+void arch_opt_batch_done(void)
+{
+	free(x86_fn.targets);
+	memset(&x86_fn, 0, sizeof(x86_fn));
+}
+
+/* The whole function: no jump into (addr, addr + rlen), no indirect jump. */
+static int x86_check_function(const uint8_t *code, uintptr_t start, size_t len,
+			      uintptr_t addr, size_t rlen)
+{
+	size_t lo = 0, hi;
+
+	if (!x86_fn.valid || x86_fn.start != start || x86_fn.len != len)
+		x86_fn_summarize(code, start, len);
+	if (x86_fn.refused)
+		return -EINVAL;
+	/* The first target above addr: inside the region? */
+	hi = x86_fn.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x86_fn.targets[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x86_fn.n && x86_fn.targets[lo] < addr + rlen ? -EINVAL : 0;
 }
 
 static int x86_put_rel32_at(uint8_t *p, uintptr_t next, uintptr_t to)
