@@ -20,6 +20,7 @@
 #include "memmap.h"
 #include "symbols.h"
 #include "key_index.h"
+#include "kretprobes.h"
 
 /* This protects the point table, every point's list and flags, and the
  * knobs.  Never taken on the trap path. */
@@ -44,6 +45,7 @@ static void ukp_atfork_child(void)
 	ukp_signal_after_fork();
 	ukp_text_after_fork();
 	ukp_opt_after_fork();
+	ukp_kretprobes_after_fork();
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 }
 

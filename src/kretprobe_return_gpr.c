@@ -19,6 +19,7 @@
 #include "thread_ext.h"
 #include "optprobes.h"
 #include "trap.h"
+#include "ri_cache.h"
 
 extern struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
@@ -29,7 +30,7 @@ struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i)
 NOKPROBE_SYMBOL(ukp_inst);
 
 /* Lock-free free list (Treiber stack with an ABA tag). */
-static struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool)
+struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool)
 {
 	uint64_t h = atomic_load_explicit(&pool->free_head, memory_order_acquire), nh;
 	struct kretprobe_instance *ri;
@@ -118,14 +119,17 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	struct ukp_thread_ext *ext = ukp_ext_get();
 	struct ukp_rstack *rs;
 	struct kretprobe_instance *ri;
-	uintptr_t slot = regs->sp;
+	uintptr_t slot = regs->sp, tramp;
 	unsigned long ret;
-	bool alt = ukp_on_altstack(kcb, slot);
+	bool alt = ukp_on_altstack(kcb, slot), again;
+	bool gpr = p->flags & KPROBE_FLAG_GPR_ONLY;
 
 	if (!ext || arch_safe_read_ulong(slot, &ret)) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	/* Another kretprobe on this call was first? */
+	again = arch_is_kretprobe_trampoline(ret);
 	rs = &ext->rstack;
 	/* Frames at or below this call's return slot on the same stack are
 	 * dead (left by longjmp): give their instances back.  An entry for
@@ -136,32 +140,41 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 
 		if (e->altstack != alt || e->slot > slot)
 			break;
-		if (e->slot == slot && ret == (unsigned long)ukp_kretprobe_trampoline)
+		if (e->slot == slot && again)
 			break;
 		rs->depth--;
-		ukp_pool_put(e->ri);
+		ukp_ri_put(&ext->ri, e->ri);
 	}
 	if (rs->depth == UKP_RET_STACK) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	ri = ukp_pool_get(pool);
+	ri = ukp_ri_get(&ext->ri, pool);
 	if (!ri) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (ret == (unsigned long)ukp_kretprobe_trampoline && rs->depth &&
-	    rs->e[rs->depth - 1].slot == slot)
+	/* The trampoline: the one the first kretprobe on this call chose,
+	 * else the one the optimized entry's detour primed, else the plain
+	 * one; one that keeps the vector registers unless every return
+	 * handler on the call uses general registers only. */
+	if (again && rs->depth && rs->e[rs->depth - 1].slot == slot) {
+		tramp = ret;
 		ret = (unsigned long)rs->e[rs->depth - 1].ri->ret_addr;
+	} else {
+		tramp = kcb->ret_tramp ? kcb->ret_tramp : arch_kretprobe_trampoline(gpr);
+	}
+	if (!gpr && arch_kretprobe_trampoline_is_gpr(tramp))
+		tramp = arch_kretprobe_trampoline(false);
 	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
 	ri->ret_addr = (kprobe_opcode_t *)ret;
 	ri->fp = (void *)slot;
 	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
-		ukp_pool_put(ri);
+		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
-	if (arch_safe_write_ulong(slot, (unsigned long)ukp_kretprobe_trampoline)) {
-		ukp_pool_put(ri);
+	if (arch_safe_write_ulong(slot, tramp)) {
+		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
 	rs->e[rs->depth].ri = ri;
@@ -189,9 +202,9 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	struct ukp_thread_ext *ext = ukp_ext_peek();
 	struct ukp_rstack *rs = ext ? &ext->rstack : NULL;
-	unsigned int idx, i = rs ? rs->depth : 0;
+	unsigned int idx = 0, i = rs ? rs->depth : 0;
 	struct ukp_qs_rec *qs;
-	int saved_errno = errno;
+	int saved_errno, *ep = kcb->errno_ptr;
 	unsigned long ret;
 
 	while (i && rs->e[i - 1].slot != slot)
@@ -203,15 +216,20 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 		write(2, msg, sizeof(msg) - 1);
 		abort();
 	}
+	/* Handlers may call libc: the program's errno is kept (its address,
+	 * per thread, looked up once: errno is a PLT call away). */
+	if (unlikely(!ep))
+		ep = kcb->errno_ptr = &errno;
+	saved_errno = *ep;
 	/* Entries above the match were jumped over by longjmp. */
 	while (rs->depth > i)
-		ukp_pool_put(rs->e[--rs->depth].ri);
+		ukp_ri_put(&ext->ri, rs->e[--rs->depth].ri);
 	ret = (unsigned long)rs->e[i - 1].ri->ret_addr;
 	regs->ip = ret;
 
 	/* The detour path's cheap grace period (per-thread count, no atomics):
 	 * unregister_kretprobe() waits for it after clearing ri->rp. */
-	qs = ukp_qs_enter(&idx);
+	qs = ukp_qs_enter(kcb, &idx);
 	while (rs->depth && rs->e[rs->depth - 1].slot == slot) {
 		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
 		struct kretprobe *rp = get_kretprobe(ri);
@@ -228,10 +246,10 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
 				ukp_handler_exit(kcb);
 			}
 		}
-		ukp_pool_put(ri);
+		ukp_ri_put(&ext->ri, ri);
 	}
 	ukp_qs_exit(qs, idx);
-	errno = saved_errno;
+	*ep = saved_errno;
 	return regs->ip;
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);

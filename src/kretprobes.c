@@ -37,6 +37,7 @@
 #include "kretprobes.h"
 #include "thread_ext.h"
 #include "optprobes.h"
+#include "ri_cache.h"
 
 
 
@@ -45,9 +46,25 @@
 struct ukp_rp_pool *_Atomic ukp_dead_pools;
 
 
+/* Held while dead pools are freed, and by unregister_kretprobes() from
+ * marking its pools dead until it is done with them: a return that gives
+ * the last instance back queues the pool meanwhile, and another API call
+ * must not free it under us. */
+static pthread_mutex_t ukp_pool_free_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* In a fork()ed child: the thread that held it is not there. */
+void ukp_kretprobes_after_fork(void)
+{
+	pthread_mutex_init(&ukp_pool_free_mutex, NULL);
+	ukp_ri_cache_after_fork();
+}
+
 static void ukp_free_dead_pools(void)
 {
-	struct ukp_rp_pool *p = atomic_exchange(&ukp_dead_pools, NULL);
+	struct ukp_rp_pool *p;
+
+	pthread_mutex_lock(&ukp_pool_free_mutex);
+	p = atomic_exchange(&ukp_dead_pools, NULL);
 
 	while (p) {
 		struct ukp_rp_pool *next = p->dead_next;
@@ -56,6 +73,7 @@ static void ukp_free_dead_pools(void)
 		free(p);
 		p = next;
 	}
+	pthread_mutex_unlock(&ukp_pool_free_mutex);
 }
 
 static int ukp_default_maxactive(void)
@@ -125,7 +143,10 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 		return -EINVAL;
 	ukp_free_dead_pools();
 	ukp_ext_reserve();
-	ukp_qs_init();		/* the return path's grace period */
+	/* The return path's grace period; its fence also lets threads keep
+	 * free instances (ri_cache.h). */
+	if (!ukp_qs_init())
+		ukp_ri_cache_enable();
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
@@ -181,15 +202,24 @@ UKP_API void unregister_kretprobes(struct kretprobe **rps, int num)
 			__atomic_store_n(&ukp_inst(pool, k)->rp, NULL, __ATOMIC_RELEASE);
 	}
 	ukp_qs_synchronize();	/* return handlers; includes ukp_synchronize() */
+	pthread_mutex_lock(&ukp_pool_free_mutex);
+	for (int i = 0; i < num; i++) {
+		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
+
+		if (pool)
+			atomic_store(&pool->dead, true);
+	}
+	/* Free instances that threads keep go back to their dead pools. */
+	ukp_ri_drain_dead();
 	for (int i = 0; i < num; i++) {
 		struct ukp_rp_pool *pool = rps[i] ? rps[i]->ukp_pool : NULL;
 
 		if (!pool)
 			continue;
 		rps[i]->ukp_pool = NULL;
-		atomic_store(&pool->dead, true);
 		ukp_pool_reap_if_done(pool);
 	}
+	pthread_mutex_unlock(&ukp_pool_free_mutex);
 	free(kps);
 	ukp_free_dead_pools();
 }

@@ -30,10 +30,10 @@ struct ukp_rstack {
 	struct ukp_ret_entry e[UKP_RET_STACK];
 };
 
-extern const char ukp_kretprobe_trampoline[];
-
 struct kretprobe_instance *ukp_inst(struct ukp_rp_pool *pool, unsigned int i);
+struct kretprobe_instance *ukp_pool_get(struct ukp_rp_pool *pool);
 void ukp_pool_put(struct kretprobe_instance *ri);
 void ukp_pool_reap_if_done(struct ukp_rp_pool *pool);
+void ukp_kretprobes_after_fork(void);
 
 #endif

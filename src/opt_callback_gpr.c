@@ -22,7 +22,7 @@ struct ukp_qs_rec *_Atomic ukp_qs_recs;
 
 #define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
 
-UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
+UKP_OPT_TEXT struct ukp_qs_rec *ukp_qs_claim(void)
 {
 	struct ukp_qs_rec *recs = atomic_load_explicit(&ukp_qs_recs, memory_order_acquire);
 	int tid = (int)syscall(SYS_gettid);
@@ -43,28 +43,26 @@ UKP_OPT_TEXT static struct ukp_qs_rec *ukp_qs_claim(void)
  * ukp_opt_callback() - called by a detour (opt_entry.S) with the registers
  * at the probe: run the pre handlers.  Their return value cannot redirect
  * execution on an optimized probe (as in the kernel).
+ * @ret_tramp: the return address the detour primes (a kretprobe's entry),
+ * or 0.  @gpr: the detour saved no vector state: a probe added since it
+ * was built that is not KPROBE_FLAG_GPR_ONLY misses this hit (the point
+ * is being unoptimized for it).
  */
-UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
+UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
+				   uintptr_t ret_tramp, int gpr)
 {
 	struct ukp_kcb *kcb = ukp_this_kcb();
-	struct ukp_qs_rec *r = kcb->qs;
 	unsigned int idx = 0;
+	struct ukp_qs_rec *r = ukp_qs_enter(kcb, &idx);
 	int saved_errno, *ep = kcb->errno_ptr;
 
-	if (unlikely(!r))
-		r = kcb->qs = ukp_qs_claim();
-	if (likely(r)) {
-		r->nest++;
-		__asm__ volatile("" ::: "memory");
-	} else {
-		idx = ukp_srcu_read_lock();
-	}
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, is looked up once). */
 	if (unlikely(!ep))
 		ep = kcb->errno_ptr = &errno;
 	saved_errno = *ep;
 	regs->ip = pt->addr;
+	kcb->ret_tramp = ret_tramp;
 	if (kcb->depth || kcb->internal) {
 		if (!kcb->internal)
 			ukp_inc_nmissed(pt);
@@ -72,20 +70,21 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs)
 		/* The common case, without fault recovery points. */
 		ukp_handler_enter(kcb);
 		for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-		     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE))
-			if (!kprobe_disabled(p) && p->pre_handler)
+		     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+			if (kprobe_disabled(p) || !p->pre_handler)
+				continue;
+			if (gpr && !(p->flags & KPROBE_FLAG_GPR_ONLY))
+				__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
+			else
 				p->pre_handler(p, regs);
+		}
 		ukp_handler_exit(kcb);
 	} else {
 		ukp_run_pre_handlers(kcb, pt, regs);
 	}
+	kcb->ret_tramp = 0;
 	*ep = saved_errno;
-	if (likely(r)) {
-		__asm__ volatile("" ::: "memory");
-		r->nest--;
-	} else {
-		ukp_srcu_read_unlock(idx);
-	}
+	ukp_qs_exit(r, idx);
 }
 
 /* After fork(): this thread's record was cleared with all the others. */
@@ -93,36 +92,3 @@ void ukp_opt_forget_thread_record(void)
 {
 	ukp_this_kcb()->qs = NULL;
 }
-
-/**
- * ukp_qs_enter() - open a read section of the cheap grace period on this
- * thread (its record's count; the shared SRCU counters if it has none).
- * Returns the record, or NULL with *@srcu set.  GPR-only paths use it.
- */
-struct ukp_qs_rec *ukp_qs_enter(unsigned int *srcu)
-{
-	struct ukp_kcb *kcb = ukp_this_kcb();
-	struct ukp_qs_rec *r = kcb->qs;
-
-	if (unlikely(!r))
-		r = kcb->qs = ukp_qs_claim();
-	if (likely(r)) {
-		r->nest++;
-		__asm__ volatile("" ::: "memory");
-	} else {
-		*srcu = ukp_srcu_read_lock();
-	}
-	return r;
-}
-NOKPROBE_SYMBOL(ukp_qs_enter);
-
-void ukp_qs_exit(struct ukp_qs_rec *r, unsigned int srcu)
-{
-	if (likely(r)) {
-		__asm__ volatile("" ::: "memory");
-		r->nest--;
-	} else {
-		ukp_srcu_read_unlock(srcu);
-	}
-}
-NOKPROBE_SYMBOL(ukp_qs_exit);

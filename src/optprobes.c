@@ -356,6 +356,15 @@ static bool ukp_opt_eligible(struct ukp_point *pt)
 	return !ukp_opt_covering(pt->addr);
 }
 
+/* An enabled kretprobe's entry: the detour primes its return. */
+static bool ukp_point_has_kretprobe(struct ukp_point *pt)
+{
+	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+		if (!kprobe_disabled(p) && p->pre_handler == ukp_kretprobe_pre_handler)
+			return true;
+	return false;
+}
+
 static bool ukp_point_gpr_only(struct ukp_point *pt)
 {
 	/* A kretprobe's entry counts by its own flag: its pre handler is
@@ -482,6 +491,7 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	bool have_fn = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
+	bool gpr = ukp_point_gpr_only(pt), prime = ukp_point_has_kretprobe(pt);
 	uint8_t quick[32];
 	const uint8_t *code;
 	size_t len = sizeof(quick);
@@ -500,12 +510,12 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	while (len && ukp_read_original(pt->addr, quick, len))
 		len--;			/* the end of a mapping */
 	err = len ? arch_prepare_optimized(pt, &op->aop, quick, pt->addr, len, false,
-					   entry, ukp_point_gpr_only(pt)) : -EINVAL;
+					   entry, gpr, prime) : -EINVAL;
 	if (err == -EAGAIN && have_fn) {
 		code = ukp_opt_function_code(&fn);
 		if (code)
 			err = arch_prepare_optimized(pt, &op->aop, code, fn.addr, fn.size, true,
-						     entry, ukp_point_gpr_only(pt));
+						     entry, gpr, prime);
 	}
 	if (err)
 		goto fail;

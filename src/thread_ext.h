@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "kretprobes.h"
+#include "ri_cache.h"
 
 #define UKP_JPROBE_STACK 128	/* bytes of stack a jprobe saves (kernel: 64) */
 
@@ -29,15 +30,35 @@ struct ukp_jprobe_state {
 
 struct ukp_thread_ext {
 	atomic_int in_use;
+	struct ukp_ri_cache ri;		/* free instances kept for the next calls */
 	struct ukp_rstack rstack;
 	struct ukp_jprobe_state jp;
 };
 
+/* This thread's block (initial-exec TLS: no call to reach it). */
+extern __thread struct ukp_thread_ext *ukp_ext_mine __attribute__((tls_model("initial-exec")));
+
+/* Claim a block for this thread; NULL when the pool is empty. */
+struct ukp_thread_ext *ukp_ext_claim(void);
+
 /* This thread's block, claiming one if needed; NULL when the pool is
  * empty (the hit is then missed).  Trap-safe. */
-struct ukp_thread_ext *ukp_ext_get(void);
+static inline struct ukp_thread_ext *ukp_ext_get(void)
+{
+	struct ukp_thread_ext *ext = ukp_ext_mine;
+
+	return likely(ext) ? ext : ukp_ext_claim();
+}
+
 /* This thread's block if it has one.  Trap-safe. */
-struct ukp_thread_ext *ukp_ext_peek(void);
+static inline struct ukp_thread_ext *ukp_ext_peek(void)
+{
+	return ukp_ext_mine;
+}
+/* The pool of blocks, for a walk over every thread's (trap-safe): how many
+ * there are, and block @i (NULL while it is being added). */
+unsigned int ukp_ext_count(void);
+struct ukp_thread_ext *ukp_ext_block(unsigned int i);
 /* Keep enough free blocks for the threads there are (API calls only). */
 void ukp_ext_reserve(void);
 

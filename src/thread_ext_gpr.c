@@ -18,7 +18,7 @@
 static struct ukp_thread_ext *_Atomic ukp_ext_blocks[UKP_EXT_MAX];
 static atomic_uint ukp_ext_n;
 static atomic_uint ukp_ext_hint;
-static __thread struct ukp_thread_ext *ukp_ext_mine __attribute__((tls_model("initial-exec")));
+__thread struct ukp_thread_ext *ukp_ext_mine __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t ukp_ext_key;
 static bool ukp_ext_key_ok;
@@ -31,24 +31,31 @@ static void ukp_ext_release(void *arg)
 
 	while (ext->rstack.depth)
 		ukp_pool_put(ext->rstack.e[--ext->rstack.depth].ri);
+	ukp_ri_flush(&ext->ri);
 	memset(&ext->jp, 0, sizeof(ext->jp));
 	ukp_ext_mine = NULL;
 	atomic_store_explicit(&ext->in_use, 0, memory_order_release);
 }
 
-struct ukp_thread_ext *ukp_ext_peek(void)
+unsigned int ukp_ext_count(void)
 {
-	return ukp_ext_mine;
+	return atomic_load_explicit(&ukp_ext_n, memory_order_acquire);
 }
-NOKPROBE_SYMBOL(ukp_ext_peek);
+NOKPROBE_SYMBOL(ukp_ext_count);
 
-struct ukp_thread_ext *ukp_ext_get(void)
+struct ukp_thread_ext *ukp_ext_block(unsigned int i)
 {
-	unsigned int n = atomic_load_explicit(&ukp_ext_n, memory_order_acquire);
-	unsigned int start = atomic_fetch_add_explicit(&ukp_ext_hint, 1, memory_order_relaxed);
+	return atomic_load_explicit(&ukp_ext_blocks[i], memory_order_acquire);
+}
+NOKPROBE_SYMBOL(ukp_ext_block);
 
-	if (ukp_ext_mine)
-		return ukp_ext_mine;
+struct ukp_thread_ext *ukp_ext_claim(void)
+{
+	unsigned int n, start;
+
+	/* The first time in this thread: claim a block. */
+	n = atomic_load_explicit(&ukp_ext_n, memory_order_acquire);
+	start = atomic_fetch_add_explicit(&ukp_ext_hint, 1, memory_order_relaxed);
 	for (unsigned int k = 0; k < n; k++) {
 		struct ukp_thread_ext *ext = atomic_load_explicit(
 			&ukp_ext_blocks[(start + k) % n], memory_order_acquire);
@@ -65,7 +72,7 @@ struct ukp_thread_ext *ukp_ext_get(void)
 	}
 	return NULL;
 }
-NOKPROBE_SYMBOL(ukp_ext_get);
+NOKPROBE_SYMBOL(ukp_ext_claim);
 
 static unsigned int ukp_count_threads(void)
 {

@@ -151,13 +151,16 @@ int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
  *        pt->addr (then only a single instruction of jump size qualifies).
  * @func_entry: pt->addr is the function's first byte.
  * @gpr_only: the handlers need no vector state saved.
+ * @prime: a kretprobe is among them: the detour may make its return
+ *         predictable (x86: prime.h).
  * Returns 0, or -EINVAL when the region may not be optimized (it stays a
  * breakpoint probe), -EAGAIN when it needs @code to be the whole function,
  * -ENOMEM.
  */
 int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			   const uint8_t *code, uintptr_t start, size_t len,
-			   bool whole_function, bool func_entry, bool gpr_only);
+			   bool whole_function, bool func_entry, bool gpr_only,
+			   bool prime);
 /** arch_opt_batch_done() - the optimizer's pass has prepared its batch:
  *  forget what was kept about the functions it looked at (their code may
  *  change before the next). */

@@ -3,7 +3,10 @@
 #ifndef UKP_ARCH_INSN_H
 #define UKP_ARCH_INSN_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "prime.h"
 
 #define UKP_ARCH_MAX_INSN	15
 /*
@@ -70,7 +73,46 @@ struct arch_optinsn {
 	uint8_t ninsn;
 	uint8_t single;		/* one instruction: no thread can be inside */
 	uint8_t ftrace;		/* a patchable function entry's nop */
+	uint8_t resume;		/* the relocated copy, from the code's start */
+	int16_t prime;		/* its prime stub (prime.h), -1 if none */
+	uintptr_t ret_tramp;	/* that stub's T: a kretprobe's return address */
 	uint8_t orig[32];	/* the region's original bytes */
 };
+
+/*
+ * kretprobes: what a return address is replaced with.  The trampolines
+ * (trampolines.S) keep %xmm0/%xmm1 for the return handlers or not (@gpr);
+ * a prime stub's T (prime.h) is the way back from an optimized entry that
+ * primed the return stack buffer.  Trap-safe, general registers only.
+ */
+extern const char ukp_kretprobe_trampoline[], ukp_kretprobe_trampoline_gpr[];
+extern const char ukp_prime_stubs[];
+
+static inline uintptr_t arch_kretprobe_trampoline(bool gpr)
+{
+	return (uintptr_t)(gpr ? ukp_kretprobe_trampoline_gpr : ukp_kretprobe_trampoline);
+}
+
+/* -1: not a prime stub's T; else the stub's number. */
+static inline long arch_prime_stub_of(uintptr_t a)
+{
+	uintptr_t off = a - (uintptr_t)ukp_prime_stubs;
+
+	if (off >= 2 * PRIME_STUBS * PRIME_STUB_SIZE || off % PRIME_STUB_SIZE != PRIME_T_OFFSET)
+		return -1;
+	return (long)(off / PRIME_STUB_SIZE);
+}
+
+static inline bool arch_is_kretprobe_trampoline(uintptr_t a)
+{
+	return a == (uintptr_t)ukp_kretprobe_trampoline ||
+	       a == (uintptr_t)ukp_kretprobe_trampoline_gpr || arch_prime_stub_of(a) >= 0;
+}
+
+/* Does the return through @a leave the vector registers to the handlers? */
+static inline bool arch_kretprobe_trampoline_is_gpr(uintptr_t a)
+{
+	return a == (uintptr_t)ukp_kretprobe_trampoline_gpr || arch_prime_stub_of(a) >= PRIME_STUBS;
+}
 
 #endif

@@ -27,10 +27,35 @@
 #include "internal.h"
 #include "arch.h"
 #include "insn.h"
+#include "prime.h"
 
 #define JMP32_LEN	5
-/* lea, call *, jmp, .quad (21 bytes), lea back: the relocated copy */
-#define CODE_RESUME	29
+
+/* The prime stubs (prime.h, opt_entry.S) and who has each. */
+extern const char ukp_prime_stubs[];
+extern uintptr_t ukp_prime_cont[2 * PRIME_STUBS];
+static uint64_t x86_prime_used[2 * PRIME_STUBS / 64];	/* ukp_kprobe_mutex */
+
+/* A free stub of the kind (@gpr), or -1: the detour then does not prime. */
+static int x86_prime_alloc(bool gpr)
+{
+	unsigned int first = gpr ? PRIME_STUBS / 64 : 0;
+
+	for (unsigned int w = first; w < first + PRIME_STUBS / 64; w++)
+		if (~x86_prime_used[w]) {
+			int b = __builtin_ctzll(~x86_prime_used[w]);
+
+			x86_prime_used[w] |= 1ull << b;
+			return (int)(w * 64 + (unsigned int)b);
+		}
+	return -1;
+}
+
+static void x86_prime_free(int k)
+{
+	if (k >= 0)
+		x86_prime_used[k / 64] &= ~(1ull << (k % 64));
+}
 
 extern const char ukp_optprobe_entry[], ukp_optprobe_entry_gpr[];
 extern const char ukp_optprobe_entry_end[];
@@ -42,6 +67,9 @@ UKP_HIDDEN unsigned int x86_xsave_kind;	/* 0 fxsave, 1 xsave, 2 xsavec */
 /* Read by trampolines.S: the width of %xmm0/%xmm1 to keep at a return
  * (0 SSE, 1 AVX, 2 AVX-512). */
 UKP_HIDDEN unsigned int x86_retvec_kind;
+/* Read by trampolines.S for pt_regs (Linux's user selectors until
+ * arch_init() reads them). */
+UKP_HIDDEN unsigned long x86_user_cs = 0x33, x86_user_ss = 0x2b;
 
 void arch_init(void)
 {
@@ -51,6 +79,13 @@ void arch_init(void)
 	if (done)
 		return;
 	done = true;
+	{
+		unsigned short cs, ss;
+
+		__asm__("movw %%cs, %0; movw %%ss, %1" : "=r"(cs), "=r"(ss));
+		x86_user_cs = cs;
+		x86_user_ss = ss;
+	}
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
 		return;		/* fxsave, 512 bytes */
 	{
@@ -237,7 +272,8 @@ static int x86_relocate(const struct x86_analysis *a, const uint8_t *bytes,
 
 int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			   const uint8_t *code, uintptr_t start, size_t len,
-			   bool whole_function, bool func_entry, bool gpr_only)
+			   bool whole_function, bool func_entry, bool gpr_only,
+			   bool prime)
 {
 	struct x86_analysis an[X86_OPT_MAX_INSN];
 	uint8_t buf[4 * UKP_ARCH_SLOT_SIZE];
@@ -247,10 +283,11 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	uintptr_t lo = 0x10000, hi = UINTPTR_MAX, det, c;
 	const uintptr_t reach = 0x7fffffffu - 4 * UKP_ARCH_SLOT_SIZE;
 	uintptr_t entry = (uintptr_t)(gpr_only ? ukp_optprobe_entry_gpr : ukp_optprobe_entry);
-	size_t pos;
-	int err;
+	size_t pos, prime_jmp = 0, back;
+	int err, k = -1;
 
 	memset(op, 0, sizeof(*op));
+	op->prime = -1;
 	/* The region: whole instructions covering the jump. */
 	while (rlen < JMP32_LEN) {
 		if (n == X86_OPT_MAX_INSN || base + rlen >= len)
@@ -321,13 +358,27 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	buf[pos++] = 0xff; buf[pos++] = 0x15;				/* call *entry(%rip) */
 	pos += 4;							/* (filled below) */
 	/* The entry returns here, to a correctly predicted return address,
-	 * and reads the point from after this short jump. */
-	buf[pos++] = 0xeb; buf[pos++] = 0x08;				/* jmp 1f */
-	memcpy(buf + pos, &pt, sizeof(pt));				/* .quad point; 1: */
+	 * and reads the point and T from after this short jump. */
+	if (prime)
+		k = x86_prime_alloc(gpr_only);
+	if (k >= 0)
+		op->ret_tramp = (uintptr_t)ukp_prime_stubs + (uintptr_t)k * PRIME_STUB_SIZE +
+				PRIME_T_OFFSET;
+	buf[pos++] = 0xeb; buf[pos++] = 0x10;				/* jmp 1f */
+	memcpy(buf + pos, &pt, sizeof(pt));				/* .quad point */
 	pos += 8;
+	memcpy(buf + pos, &op->ret_tramp, 8);				/* .quad T; 1: */
+	pos += 8;
+	if (k >= 0) {
+		prime_jmp = pos;
+		buf[pos++] = 0xff; buf[pos++] = 0x25;			/* jmp *stub(%rip) */
+		pos += 4;						/* (filled below) */
+	}
+	back = pos;							/* 2: */
 	buf[pos++] = 0x48; buf[pos++] = 0x8d; buf[pos++] = 0xa4;	/* lea 0x80(%rsp),%rsp */
 	buf[pos++] = 0x24; buf[pos++] = 0x80; buf[pos++] = 0;
 	buf[pos++] = 0; buf[pos++] = 0;
+	op->resume = (uint8_t)(pos - X86_OPT_HEADER);
 	buf[0] = (uint8_t)n;
 	for (unsigned int i = 0, off = 0; i < n; i++) {
 		int w;
@@ -337,6 +388,7 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 		w = x86_relocate(&an[i], code + base + off, det + pos, buf + pos);
 		if (w < 0) {
 			ukp_slot_free_unused_n(det, op->nslots);
+			x86_prime_free(k);
 			return -EINVAL;
 		}
 		pos += (size_t)w;
@@ -345,6 +397,7 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	buf[pos] = 0xe9;						/* jmp region end */
 	if (x86_put_rel32_at(buf + pos + 1, det + pos + 5, pt->addr + rlen)) {
 		ukp_slot_free_unused_n(det, op->nslots);
+		x86_prime_free(k);
 		return -EINVAL;
 	}
 	pos += 5;
@@ -352,15 +405,27 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	memcpy(buf + pos, &entry, 8);					/* entry: */
 	x86_put_rel32_at(buf + X86_OPT_HEADER + 7, c + 11, det + pos);
 	pos += 8;
+	if (k >= 0) {
+		uintptr_t stub = (uintptr_t)ukp_prime_stubs + (uintptr_t)k * PRIME_STUB_SIZE;
+
+		memcpy(buf + pos, &stub, 8);				/* stub: */
+		x86_put_rel32_at(buf + prime_jmp + 2, det + prime_jmp + 6, det + pos);
+		pos += 8;
+		/* The stub's way back, in place before the detour can run. */
+		ukp_prime_cont[k] = det + back;
+	}
 	if (pos > sizeof(buf)) {
 		ukp_slot_free_unused_n(det, op->nslots);
+		x86_prime_free(k);
 		return -EINVAL;
 	}
 	err = ukp_text_poke(det, buf, sizeof(buf));
 	if (err) {
 		ukp_slot_free_unused_n(det, op->nslots);
+		x86_prime_free(k);
 		return err;
 	}
+	op->prime = (int16_t)k;
 	op->detour = det;
 	op->rlen = (uint8_t)rlen;
 	op->ninsn = (uint8_t)n;
@@ -376,6 +441,11 @@ void arch_release_optimized(struct arch_optinsn *op, bool used)
 {
 	if (!op->detour)
 		return;
+	/* No thread is in the stub (the entry range) nor in the detour any
+	 * more: another detour may have it.  Calls in flight still return
+	 * to its T, which goes to the same trampoline whoever has it. */
+	x86_prime_free(op->prime);
+	op->prime = -1;
 	if (used)
 		ukp_slot_release_n(op->detour, op->nslots);
 	else
@@ -390,7 +460,7 @@ size_t arch_opt_region_len(const struct arch_optinsn *op)
 
 uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op)
 {
-	return op->detour + X86_OPT_HEADER + CODE_RESUME;
+	return op->detour + X86_OPT_HEADER + op->resume;
 }
 NOKPROBE_SYMBOL(arch_opt_resume_ip);
 

@@ -8,13 +8,15 @@
  *	call	*entry(%rip)		# here
  *	jmp	1f			# returned to (well predicted)
  *	.quad	point			# read at return address + 2
- * 1:	lea	0x80(%rsp), %rsp
+ *	.quad	T			# and + 10: a prime stub's T, or 0
+ * 1:	[jmp	*stub(%rip)]		# a kretprobe's entry: prime (prime.h)
+ * 2:	lea	0x80(%rsp), %rsp	# (the stub comes back here)
  *	<the relocated instructions>
  *	jmp	<end of the region>
  *
  * The entry saves the registers as a breakpoint trap would, into a struct
- * pt_regs, calls ukp_opt_callback(point, regs), restores them (handlers may
- * change any general register and the flags) and returns.
+ * pt_regs, calls ukp_opt_callback(point, regs, T, gpr), restores them
+ * (handlers may change any general register and the flags) and returns.
  *
  * ukp_optprobe_entry also saves the extended state (x87/SSE/AVX/AVX-512)
  * around the call: handlers are C functions, which the ABI lets clobber
@@ -22,6 +24,7 @@
  * ukp_optprobe_entry_gpr skips that, for probes whose handlers all use
  * general registers only (KPROBE_FLAG_GPR_ONLY).
  */
+#include "prime.h"
 #include "xstate.S.h"
 
 	.text
@@ -80,7 +83,8 @@
 	leaq	(16 + 8 + 128)(%rax), %rcx
 	movq	%rcx, PT_SP(%rsp)	/* the program's %rsp at the probe */
 	movq	16(%rax), %r12		/* return address: the jmp over ... */
-	movq	2(%r12), %r12		/* ... the point */
+	movq	10(%r12), %r13		/* ... the point and T */
+	movq	2(%r12), %r12
 	cld				/* C code expects DF clear; popfq restores it */
 .endm
 
@@ -136,6 +140,8 @@ ukp_optprobe_entry_gpr:
 	SAVE_PT_REGS
 	movq	%r12, %rdi		/* the point */
 	movq	%rsp, %rsi		/* regs */
+	movq	%r13, %rdx		/* T */
+	movl	$1, %ecx		/* general registers only */
 	movq	%rsp, %rbx
 	call	ukp_opt_callback	/* %rsp is 16-byte aligned here */
 	movq	%rbx, %rsp
@@ -151,14 +157,49 @@ ukp_optprobe_entry:
 	XSAVE_BELOW
 	movq	%r12, %rdi
 	movq	%rbx, %rsi
+	movq	%r13, %rdx
+	xorl	%ecx, %ecx
 	call	ukp_opt_callback
 	XRSTOR_HERE
 	movq	%rbx, %rsp
 	RESTORE_PT_REGS_AND_RETURN
 	.size	ukp_optprobe_entry, .-ukp_optprobe_entry
 
+/*
+ * The prime stubs (prime.h): stub k is
+ *	call	1f
+ * T:	jmp	<trampoline>		# the probed function returns here
+ * 1:	lea	8(%rsp), %rsp		# drop the pushed T (the buffer keeps it)
+ *	jmp	*ukp_prime_cont+8k(%rip)	# back into the detour
+ * Inside the entry range: a detour is not freed while a thread is here.
+ */
+	.balign	PRIME_STUB_SIZE
+	.globl	ukp_prime_stubs
+	.hidden	ukp_prime_stubs
+ukp_prime_stubs:
+	.set	k, 0
+	.rept	2 * PRIME_STUBS
+	.balign	PRIME_STUB_SIZE
+	call	1f
+.if k < PRIME_STUBS
+	jmp	ukp_kretprobe_trampoline_primed
+.else
+	jmp	ukp_kretprobe_trampoline_primed_gpr
+.endif
+1:	leaq	8(%rsp), %rsp
+	jmp	*(ukp_prime_cont + 8 * k)(%rip)
+	.set	k, k + 1
+	.endr
+
 	.globl	ukp_optprobe_entry_end
 	.hidden	ukp_optprobe_entry_end
 ukp_optprobe_entry_end:
+
+	.bss
+	.balign	64
+	.globl	ukp_prime_cont
+	.hidden	ukp_prime_cont
+ukp_prime_cont:
+	.zero	8 * 2 * PRIME_STUBS
 
 	.section .note.GNU-stack,"",@progbits

@@ -2,9 +2,9 @@
 /*
  * trampolines.S - x86-64 code that probes return through.
  *
- * ukp_kretprobe_trampoline: a kretprobe's entry handler replaced the
- * probed function's return address with this.  The function's `ret` lands
- * here with the return value in %rax/%rdx and %rsp where the caller expects
+ * ukp_kretprobe_trampoline and its variants: a kretprobe's entry handler
+ * replaced the probed function's return address with one of them.  The
+ * function's `ret` lands here with the return value in %rax/%rdx and %rsp where the caller expects
  * it.  Plain code, no trap: save every general register into a struct
  * pt_regs, ask ukp_kretprobe_trampoline_handler() (which runs the return
  * handlers) for the real return address, restore, and return there
@@ -39,10 +39,22 @@
 #define PT_SS		160
 #define PT_SIZE		168
 
-	.globl	ukp_kretprobe_trampoline
-	.hidden	ukp_kretprobe_trampoline
-	.type	ukp_kretprobe_trampoline, @function
-ukp_kretprobe_trampoline:
+/*
+ * KRET_TRAMPOLINE name, vec, primed
+ *   vec:    1 keeps %xmm0/%xmm1 (%ymm, %zmm) across the handlers; 0 for
+ *           calls whose return handlers all use general registers only.
+ *   primed: 1 when the return was predicted: an optimized entry's detour
+ *           pushed this call's return onto the return stack buffer (the
+ *           prime stubs, opt_entry.S), so the buffer's top is the real
+ *           return address and `ret` is right.  0 when the function's
+ *           `ret` came here unpredicted and consumed the caller's entry:
+ *           an indirect jump then keeps the buffer in step.
+ */
+.macro KRET_TRAMPOLINE name, vec, primed
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+\name:
 	/* pt_regs, then one slot for the address we return to */
 	leaq	-(PT_SIZE + 8)(%rsp), %rsp
 	movq	%rax, PT_AX(%rsp)
@@ -67,15 +79,15 @@ ukp_kretprobe_trampoline:
 	movq	$0, PT_IP(%rsp)
 	leaq	(PT_SIZE + 8)(%rsp), %rax
 	movq	%rax, PT_SP(%rsp)
-	xorl	%eax, %eax
-	movw	%cs, %ax
+	movq	x86_user_cs(%rip), %rax
 	movq	%rax, PT_CS(%rsp)
-	movw	%ss, %ax
+	movq	x86_user_ss(%rip), %rax
 	movq	%rax, PT_SS(%rsp)
 
 	movq	%rsp, %rbx		/* callee-saved: our frame */
-	andq	$-64, %rsp		/* the vector save area's alignment */
 	cld				/* the ABI's DF; popfq restores it */
+.if \vec
+	andq	$-64, %rsp		/* the vector save area's alignment */
 	/* Only the return-value registers are live here: every other vector
 	 * register is the caller's to lose across a call (SysV ABI).  Handlers
 	 * are C, so %xmm0/%xmm1 (%ymm, %zmm with AVX, AVX-512) are kept; the
@@ -94,9 +106,14 @@ ukp_kretprobe_trampoline:
 	jmp	3f
 2:	movdqa	%xmm0, (%rsp)
 	movdqa	%xmm1, 16(%rsp)
-3:	movq	%rbx, %rdi
+3:
+.else
+	andq	$-16, %rsp		/* the ABI's alignment for the call */
+.endif
+	movq	%rbx, %rdi
 	call	ukp_kretprobe_trampoline_handler
 	movq	%rax, %r12		/* (restored from pt_regs below) */
+.if \vec
 	cmpl	$2, x86_retvec_kind(%rip)
 	jne	4f
 	vmovdqa64 (%rsp), %zmm0
@@ -109,7 +126,9 @@ ukp_kretprobe_trampoline:
 	jmp	6f
 5:	movdqa	(%rsp), %xmm0
 	movdqa	16(%rsp), %xmm1
-6:	movq	%rbx, %rsp
+6:
+.endif
+	movq	%rbx, %rsp
 	movq	%r12, PT_SIZE(%rsp)	/* where to return */
 
 	/* No popfq: the flags are dead across a call (SysV ABI), and popfq
@@ -129,15 +148,22 @@ ukp_kretprobe_trampoline:
 	movq	PT_SI(%rsp), %rsi
 	movq	PT_DI(%rsp), %rdi
 	movq	PT_AX(%rsp), %rax
-	/* Not `ret`: the return stack buffer's top is the caller's own
-	 * return address now (the probed function's `ret` consumed ours
-	 * when it came here, mispredicted), and a `ret` would pop it and
-	 * mispredict the caller's return too.  An indirect jump is
-	 * predicted by target and leaves the buffer in step.  The slot
-	 * below %rsp is safe to read: signal frames skip the red zone. */
+.if \primed
+	leaq	PT_SIZE(%rsp), %rsp
+	ret
+.else
+	/* The slot below %rsp is safe to read: signal frames skip the red
+	 * zone. */
 	leaq	(PT_SIZE + 8)(%rsp), %rsp
 	jmp	*-8(%rsp)
-	.size	ukp_kretprobe_trampoline, .-ukp_kretprobe_trampoline
+.endif
+	.size	\name, .-\name
+.endm
+
+	KRET_TRAMPOLINE ukp_kretprobe_trampoline, 1, 0
+	KRET_TRAMPOLINE ukp_kretprobe_trampoline_gpr, 0, 0
+	KRET_TRAMPOLINE ukp_kretprobe_trampoline_primed, 1, 1
+	KRET_TRAMPOLINE ukp_kretprobe_trampoline_primed_gpr, 0, 1
 
 	.globl	jprobe_return
 	.type	jprobe_return, @function
