@@ -199,7 +199,7 @@ static void x86_fn_summarize(const uint8_t *code, uintptr_t start, size_t len)
 		}
 		off += a.len ? a.len : 1;
 	}
-	if (!x86_fn.refused)
+	if (!x86_fn.refused && x86_fn.n)
 		qsort(x86_fn.targets, x86_fn.n, sizeof(*x86_fn.targets), x86_cmp_addr);
 }
 
