@@ -124,7 +124,11 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	bool alt = ukp_on_altstack(kcb, slot), again;
 	bool gpr = p->flags & KPROBE_FLAG_GPR_ONLY;
 
-	if (!ext || arch_safe_read_ulong(slot, &ret)) {
+	/* From an optimized entry (no signal frame) the slot is on the stack
+	 * this code runs on, the return address the call just pushed: plain
+	 * accesses.  From a trap, guarded ones. */
+	if (!ext || (kcb->uc ? arch_safe_read_ulong(slot, &ret) :
+			       (ret = *(const unsigned long *)slot, 0))) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -173,7 +177,9 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
-	if (arch_safe_write_ulong(slot, tramp)) {
+	if (!kcb->uc)
+		*(unsigned long *)slot = tramp;
+	else if (arch_safe_write_ulong(slot, tramp)) {
 		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
