@@ -606,8 +606,8 @@ def markdown(run, chart_path):
       f"{fx(tf, '.1f')} times an int3 here); on the 5-byte nop this kernel replaces the "
       "breakpoint with a call into its uprobe trampoline after the first hit (the nop5 "
       "column; the rows' notes in the JSON say when the workload saw that call). ukprobes "
-      "does not optimize a probe on `endbr64` (an indirect branch lands there), hence n/a "
-      "for o and ro in that column.")
+      "optimizes a probe on the `endbr64` itself (indirect calls land on its jump) unless "
+      "the kernel enforces IBT on the process.")
     a("- **Optimization.** o and ro jump to a detour instead of trapping; whether the "
       "detour saves the vector state (o) or not (o-gpr, handlers declared "
       "`KPROBE_FLAG_GPR_ONLY`) is most of what is left. The regsave floor restores the "

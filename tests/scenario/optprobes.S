@@ -219,6 +219,16 @@ LABEL(opt_endbr_p)
 	ret
 END(opt_endbr)
 
+/* long opt_endbr_first(long x): x + 2, endbr64 first (-fcf-protection's
+ * entries), probed at the endbr64 itself. */
+FUNC(opt_endbr_first)
+LABEL(opt_endbr_first_p)
+	endbr64				/* 4 */
+	lea	1(%rdi), %rax		/* 4 */
+	add	$1, %rax
+	ret
+END(opt_endbr_first)
+
 /* long opt_nb(long x): (x + 7) * 3, for the neighbour-probe test. */
 FUNC(opt_nb)
 LABEL(opt_nb_p)

@@ -76,7 +76,7 @@ extern char opt_icall[], opt_icall_p[];
 extern char opt_short[], opt_short_p[];
 extern char opt_sys[], opt_sys_p[];
 extern char opt_loopi[], opt_loopi_p[];
-extern char opt_endbr[], opt_endbr_p[];
+extern char opt_endbr[], opt_endbr_p[], opt_endbr_first[], opt_endbr_first_p[];
 extern char opt_nb[], opt_nb_p[], opt_nb_2[];
 extern char opt_redir[], opt_redir_p[], opt_redir_alt[];
 extern char opt_vec_xmm[], opt_vec_xmm_p[], opt_vec_ymm[], opt_vec_ymm_p[];
@@ -115,6 +115,7 @@ static fn1_t volatile f_short = (fn1_t)opt_short;
 static fn0_t volatile f_sys = (fn0_t)opt_sys;
 static fn1_t volatile f_loopi = (fn1_t)opt_loopi;
 static fn1_t volatile f_endbr = (fn1_t)opt_endbr;
+static fn1_t volatile f_endbr_first = (fn1_t)opt_endbr_first;
 static fn1_t volatile f_nb = (fn1_t)opt_nb;
 static fn1_t volatile f_redir = (fn1_t)opt_redir;
 static vec_t volatile f_vec_xmm = (vec_t)opt_vec_xmm;
@@ -831,6 +832,41 @@ Test(optprobes, refuse_endbr64_in_region, .timeout = 30)
 		cr_assert_eq(f_endbr(i), i + 1);
 	cr_expect_eq(atomic_load(&hits), 300);
 	unregister_kprobe(&kp);
+}
+
+/* Does the kernel enforce indirect branch tracking on this process? */
+static bool user_ibt(void)
+{
+	char line[256];
+	bool ibt = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "x86_Thread_features:", 20))
+			ibt = strstr(line + 20, " ibt") != NULL;
+	if (f)
+		fclose(f);
+	return ibt;
+}
+
+/* An endbr64 at the probe itself (a function's first byte, by address):
+ * indirect calls land on the jmp, fine without IBT. */
+Test(optprobes, endbr64_at_the_probe_optimized, .timeout = 30)
+{
+	struct kprobe kp = mkprobe(opt_endbr_first_p);
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	if (user_ibt()) {
+		cr_expect(!wait_opt(&kp), "optimized at an endbr64 under IBT");
+	} else {
+		cr_expect(wait_opt(&kp), "not optimized at the endbr64 (no IBT here)");
+		expect_state(&kp, true, "endbr64 first");
+	}
+	for (long i = 0; i < 300; i++)
+		cr_assert_eq(f_endbr_first(i), i + 2);	/* an indirect call */
+	cr_expect_eq(atomic_load(&hits), 300);
+	unregister_kprobe(&kp);
+	cr_expect_eq(f_endbr_first(5), 7);
 }
 
 Test(optprobes, refuse_neighbour_probe_in_region, .timeout = 30)

@@ -14,13 +14,16 @@
  * jump in the whole function lands inside the region (past its first
  * byte); the function has no indirect jump (a jump table could land
  * anywhere); the region holds no call (a return into a freed detour), no
- * system call, no endbr64 (an indirect branch target) and only
- * instructions that run unchanged elsewhere.  A single instruction of five
+ * system call, no endbr64 (an indirect branch target) past its first byte
+ * (the kernel refuses one at the start too, for IBT, which Linux does not
+ * enforce in user space: we do when it does) and only instructions that
+ * run unchanged elsewhere.  A single instruction of five
  * bytes or more needs none of the function checks: no thread can be inside
  * one instruction (the patchable-entry nop is the common case).
  */
 #include <cpuid.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +70,27 @@ UKP_HIDDEN unsigned int x86_xsave_kind;	/* 0 fxsave, 1 xsave, 2 xsavec */
 /* Read by trampolines.S: the width of %xmm0/%xmm1 to keep at a return
  * (0 SSE, 1 AVX, 2 AVX-512). */
 UKP_HIDDEN unsigned int x86_retvec_kind;
+/* The kernel enforces indirect branch tracking on this process: an
+ * indirect call must land on an endbr64, not on a jmp put in its place. */
+static bool x86_user_ibt;
+
+/* /proc/self/status lists the CET features the kernel turned on for the
+ * thread ("x86_Thread_features: shstk wrss ibt"); no line, none. */
+static bool x86_read_user_ibt(void)
+{
+	char line[256];
+	bool ibt = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return true;	/* cannot tell: keep endbr64 probes as int3 */
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "x86_Thread_features:", 20))
+			ibt = strstr(line + 20, " ibt") != NULL;
+	fclose(f);
+	return ibt;
+}
+
 /* Read by trampolines.S for pt_regs (Linux's user selectors until
  * arch_init() reads them). */
 UKP_HIDDEN unsigned long x86_user_cs = 0x33, x86_user_ss = 0x2b;
@@ -79,6 +103,7 @@ void arch_init(void)
 	if (done)
 		return;
 	done = true;
+	x86_user_ibt = x86_read_user_ibt();
 	{
 		unsigned short cs, ss;
 
@@ -296,7 +321,11 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 				       len - base - rlen, &an[n]);
 		if (err)
 			return -EINVAL;
-		if (x86_is_endbr64(code + base + rlen, len - base - rlen))
+		/* An indirect branch may land on an endbr64: inside the
+		 * region it would land in the jmp's bytes; at its start on
+		 * the jmp, which only IBT would refuse. */
+		if (x86_is_endbr64(code + base + rlen, len - base - rlen) &&
+		    (rlen || x86_user_ibt))
 			return -EINVAL;
 		rlen += an[n].len;
 		n++;
