@@ -526,6 +526,12 @@ def markdown(run, chart_path):
       f"({fmt(run.val('kprobes', 'xsave', '-'))} ns); o-gpr is "
       f"{fx(rmed(run, 'o-gpr/regsave', 'push_rbp'))} times the same without the vector "
       f"state ({fmt(run.val('kprobes', 'regsave', '-'))} ns);")
+    a(f"- an **optimized return probe (ro)**, entry and return, costs "
+      f"{fmt(run.val('kprobes', 'ro', 'push_rbp'))} ns; with general-registers-only "
+      f"handlers (ro-gpr) {fmt(run.val('kprobes', 'ro-gpr', 'push_rbp'))} ns, "
+      f"{fx(rmed(run, 'ro-gpr/regsave', 'push_rbp'))} times the register-save floor, and "
+      f"{fx(rmed(run, 'ro-gpr 2thr/1thr', 'push_rbp', 2))} times that per thread with two "
+      "threads on it;")
     a(f"- a **boosted breakpoint probe (b)** costs {fmt(b)} ns, "
       f"{fx(rmed(run, 'b/int3', 'push_rbp'), '.3f')} times (median of the per-run ratios) "
       f"the bare int3 -> SIGTRAP -> return round trip ({fmt(run.val('kprobes', 'int3', '-'))} "
