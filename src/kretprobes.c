@@ -141,6 +141,10 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 
 	if (!rps || num <= 0)
 		return -EINVAL;
+	/* Under a CET shadow stack the replaced return address would fault
+	 * at the return. */
+	if (!arch_kretprobe_supported())
+		return -EOPNOTSUPP;
 	ukp_free_dead_pools();
 	ukp_ext_reserve();
 	/* The return path's grace period; its fence also lets threads keep

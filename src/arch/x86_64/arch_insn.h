@@ -85,8 +85,10 @@ struct arch_optinsn {
  * a prime stub's T (prime.h) is the way back from an optimized entry that
  * primed the return stack buffer.  Trap-safe, general registers only.
  */
-extern const char ukp_kretprobe_trampoline[], ukp_kretprobe_trampoline_gpr[];
-extern const char ukp_prime_stubs[];
+/* Hidden (as in the assembly): addressed RIP-relative, not through the GOT. */
+extern const char ukp_kretprobe_trampoline[] __attribute__((visibility("hidden")));
+extern const char ukp_kretprobe_trampoline_gpr[] __attribute__((visibility("hidden")));
+extern const char ukp_prime_stubs[] __attribute__((visibility("hidden")));
 
 static inline uintptr_t arch_kretprobe_trampoline(bool gpr)
 {

@@ -23,7 +23,6 @@
  */
 #include <cpuid.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +30,12 @@
 #include "arch.h"
 #include "insn.h"
 #include "prime.h"
+#include "cet.h"
 
 #define JMP32_LEN	5
 
 /* The prime stubs (prime.h, opt_entry.S) and who has each. */
-extern const char ukp_prime_stubs[];
-extern uintptr_t ukp_prime_cont[2 * PRIME_STUBS];
+extern uintptr_t ukp_prime_cont[2 * PRIME_STUBS] __attribute__((visibility("hidden")));
 static uint64_t x86_prime_used[2 * PRIME_STUBS / 64];	/* ukp_kprobe_mutex */
 
 /* A free stub of the kind (@gpr), or -1: the detour then does not prime. */
@@ -74,23 +73,6 @@ UKP_HIDDEN unsigned int x86_retvec_kind;
  * indirect call must land on an endbr64, not on a jmp put in its place. */
 static bool x86_user_ibt;
 
-/* /proc/self/status lists the CET features the kernel turned on for the
- * thread ("x86_Thread_features: shstk wrss ibt"); no line, none. */
-static bool x86_read_user_ibt(void)
-{
-	char line[256];
-	bool ibt = false;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return true;	/* cannot tell: keep endbr64 probes as int3 */
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "x86_Thread_features:", 20))
-			ibt = strstr(line + 20, " ibt") != NULL;
-	fclose(f);
-	return ibt;
-}
-
 /* Read by trampolines.S for pt_regs (Linux's user selectors until
  * arch_init() reads them). */
 UKP_HIDDEN unsigned long x86_user_cs = 0x33, x86_user_ss = 0x2b;
@@ -103,7 +85,7 @@ void arch_init(void)
 	if (done)
 		return;
 	done = true;
-	x86_user_ibt = x86_read_user_ibt();
+	x86_user_ibt = x86_cet_feature("ibt");
 	{
 		unsigned short cs, ss;
 
