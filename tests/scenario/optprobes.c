@@ -1289,6 +1289,69 @@ Test(optprobes, vector_zmm_k_preserved, .timeout = 30)
 	vec_run(f_vec_zmm, opt_vec_zmm_p, 2048 + 64, 3, 0, "zmm0-31, k0-7");
 }
 
+/*
+ * A probe without KPROBE_FLAG_GPR_ONLY registered where a GPR-only detour
+ * is in place: between its linking and the unoptimization its registration
+ * does, threads still come through that detour, which saved no vector
+ * state.  The new probe must miss those hits, not run there.  A thread
+ * keeps xmm0-15 live across the probe the whole time while the probe comes
+ * and goes.
+ */
+static atomic_int hammer_stop;
+static atomic_ulong hammer_calls, hammer_bad;
+
+static void *xmm_hammer(void *arg)
+{
+	static _Thread_local unsigned char in[16 * 16], out[16 * 16];
+	unsigned r = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&hammer_stop, memory_order_relaxed)) {
+		fill_pattern(in, sizeof(in), 991u + r++);
+		f_vec_xmm(in, out);
+		if (memcmp(in, out, sizeof(in)))
+			atomic_fetch_add(&hammer_bad, 1);
+		atomic_fetch_add_explicit(&hammer_calls, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+Test(optprobes, non_gpr_probe_added_to_gpr_only_detour, .timeout = 120)
+{
+	struct kprobe a = { .addr = (kprobe_opcode_t *)opt_vec_xmm_p,
+			    .pre_handler = gpr_only_pre, .flags = KPROBE_FLAG_GPR_ONLY };
+	unsigned long missed = 0, ran = 0;
+	pthread_t t;
+
+	clobber_level = 1;
+	atomic_store(&hammer_stop, 0);
+	cr_assert_eq(register_kprobe(&a), 0);
+	cr_assert(wait_opt(&a), "the GPR-only probe was not optimized");
+	cr_assert_eq(pthread_create(&t, NULL, xmm_hammer, NULL), 0);
+	for (int k = 0; k < 200; k++) {
+		struct kprobe b = { .addr = (kprobe_opcode_t *)opt_vec_xmm_p,
+				    .pre_handler = vec_clobber_pre };
+		unsigned long before = atomic_load(&vec_hits);
+
+		/* GPR-only again, optimized: the detour without the state. */
+		ukprobes_wait_optimizer();
+		cr_assert_eq(register_kprobe(&b), 0);
+		for (volatile int spin = 0; spin < 20000; spin++)
+			;
+		unregister_kprobe(&b);
+		missed += b.nmissed;
+		ran += atomic_load(&vec_hits) != before;
+	}
+	atomic_store(&hammer_stop, 1);
+	pthread_join(t, NULL);
+	unregister_kprobe(&a);
+	cr_log_info("%lu calls; the added probe missed %lu hits in a GPR-only detour and ran "
+		    "in %lu of 200 rounds", atomic_load(&hammer_calls), missed, ran);
+	cr_expect_eq(atomic_load(&hammer_bad), 0, "%lu of %lu calls lost their xmm registers",
+		     atomic_load(&hammer_bad), atomic_load(&hammer_calls));
+	cr_expect_gt(atomic_load(&hammer_calls), 0);
+}
+
 Test(optprobes, vector_ymm_gpr_only_fast_path, .timeout = 30)
 {
 	/* KPROBE_FLAG_GPR_ONLY: the detour skips xsave; the handler uses no
