@@ -49,7 +49,8 @@ void ukp_ri_put_slow(struct ukp_ri_cache *c, struct kretprobe_instance *ri);
 /* The thread of the cache @c exits: its instances go back to their pools. */
 void ukp_ri_flush(struct ukp_ri_cache *c);
 /* Pools were marked dead: every cached instance of a dead pool goes back
- * to it, so that the pool can be freed.  API calls only (waits). */
+ * to it, so that the pool can be freed.  API calls only: waits for a
+ * thread that is in its cache, up to a bound (ri_cache_gpr.c). */
 void ukp_ri_drain_dead(void);
 /* The asymmetric fence works (MEMBARRIER_CMD_PRIVATE_EXPEDITED is
  * registered): caches may be used from now on. */

@@ -66,6 +66,22 @@ static void ukp_ri_leave(struct ukp_ri_cache *c)
 	c->busy = 0;
 }
 
+/* In the cache: give back what belongs to unregistered kretprobes (left
+ * here when ukp_ri_drain_dead() gave up waiting for this thread). */
+static void ukp_ri_drop_dead(struct ukp_ri_cache *c)
+{
+	for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
+		struct kretprobe_instance *r = c->slot[i];
+		struct ukp_rp_pool *pool = r ? r->ukp_pool : NULL;
+
+		if (pool && atomic_load_explicit(&pool->dead, memory_order_acquire)) {
+			c->slot[i] = NULL;
+			ukp_pool_put(r);
+		}
+	}
+}
+NOKPROBE_SYMBOL(ukp_ri_drop_dead);
+
 static struct kretprobe_instance *ukp_ri_steal(struct ukp_ri_cache *self,
 					       struct ukp_rp_pool *pool);
 
@@ -74,6 +90,7 @@ struct kretprobe_instance *ukp_ri_get_slow(struct ukp_ri_cache *c, struct ukp_rp
 	struct kretprobe_instance *ri = NULL;
 
 	if (ukp_ri_enter(c)) {
+		ukp_ri_drop_dead(c);
 		for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
 			struct kretprobe_instance *r = c->slot[i];
 
@@ -102,6 +119,7 @@ void ukp_ri_put_slow(struct ukp_ri_cache *c, struct kretprobe_instance *ri)
 		/* Not for a dead pool: it is freed once all are on its list.
 		 * Read in the busy section: ukp_ri_drain_dead() either sees
 		 * us busy and waits, or we see the pool dead. */
+		ukp_ri_drop_dead(c);
 		if (!atomic_load_explicit(&pool->dead, memory_order_relaxed)) {
 			for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
 				if (!c->slot[i]) {
@@ -117,10 +135,18 @@ void ukp_ri_put_slow(struct ukp_ri_cache *c, struct kretprobe_instance *ri)
 }
 NOKPROBE_SYMBOL(ukp_ri_put_slow);
 
+/* How long an API call waits for one owner to leave its cache: far
+ * longer than the few instructions it spends there, unless a signal
+ * handler of the program's interrupted it there and blocks (maybe on a
+ * lock the caller holds).  Then the instances it keeps are left to it:
+ * they go back the next time it passes a slow path of its cache, or when
+ * it exits. */
+#define UKP_RI_WAIT_SPINS	2000	/* of sched_yield() */
+
 /*
  * Mark every other cache, fence, and call @fn on each whose owner is not
- * in it.  @wait: wait for busy owners (API calls), else skip them (a hit).
- * Returns false if the fence failed (nothing was done).
+ * in it.  @wait: wait (a while) for busy owners (API calls), else skip
+ * them (a hit).  Returns false if the fence failed (nothing was done).
  */
 static bool ukp_ri_raid(struct ukp_ri_cache *self, bool wait,
 			bool (*fn)(struct ukp_ri_cache *c, void *arg), void *arg)
@@ -140,14 +166,14 @@ static bool ukp_ri_raid(struct ukp_ri_cache *self, bool wait,
 
 		if (!ext || &ext->ri == self)
 			continue;
-		while (ok && !found) {
+		for (unsigned int spins = 0; ok && !found; spins++) {
 			if (!ext->ri.busy) {
 				barrier();
 				/* A hit wants one instance; the API all. */
 				found = fn(&ext->ri, arg) && !wait;
 				break;
 			}
-			if (!wait)
+			if (!wait || spins == UKP_RI_WAIT_SPINS)
 				break;
 			sched_yield();
 		}
@@ -197,15 +223,7 @@ NOKPROBE_SYMBOL(ukp_ri_steal);
 static bool ukp_ri_give_back_dead(struct ukp_ri_cache *c, void *arg)
 {
 	(void)arg;
-	for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
-		struct kretprobe_instance *r = c->slot[i];
-		struct ukp_rp_pool *pool = r ? r->ukp_pool : NULL;
-
-		if (pool && atomic_load(&pool->dead)) {
-			c->slot[i] = NULL;
-			ukp_pool_put(r);
-		}
-	}
+	ukp_ri_drop_dead(c);
 	return true;
 }
 
