@@ -118,7 +118,9 @@ void ukp_ri_put_slow(struct ukp_ri_cache *c, struct kretprobe_instance *ri)
 
 		/* Not for a dead pool: it is freed once all are on its list.
 		 * Read in the busy section: ukp_ri_drain_dead() either sees
-		 * us busy and waits, or we see the pool dead. */
+		 * us busy and waits (if it gives up, ukp_ri_drop_dead()
+		 * here later gives the instance back), or we see the pool
+		 * dead. */
 		ukp_ri_drop_dead(c);
 		if (!atomic_load_explicit(&pool->dead, memory_order_relaxed)) {
 			for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
