@@ -195,81 +195,72 @@ static int pre_nothing(struct kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
-/* Tries every address once in a child (so that this process never holds a
- * probe) and drops those ukprobes refuses. */
-static void prefilter(struct pool *p)
+/*
+ * Keeps the probes of @p for which @mark, run in a throw-away child (so
+ * that this process never holds a probe), sets keep[i]; counts the others
+ * in p->refused.  The child's work is all that the two filters differ in.
+ */
+static void filter_in_child(struct pool *p, void (*mark)(const struct pool *p,
+							  unsigned char *keep))
 {
-	unsigned char *bad = mmap(NULL, (size_t)p->n, PROT_READ | PROT_WRITE,
-				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned char *keep = mmap(NULL, (size_t)p->n, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t pid;
 	long k = 0, n0 = p->n;
 	int st;
 
-	if (bad == MAP_FAILED)
+	if (keep == MAP_FAILED)
 		return;
 	pid = fork();
 	if (pid == 0) {
-		struct kprobe *kps = calloc((size_t)p->n, sizeof(*kps));
-
-		ukprobes_set_optimization(0);
-		for (long i = 0; i < p->n; i++) {
-			kps[i].addr = (kprobe_opcode_t *)p->addr[i];
-			kps[i].pre_handler = pre_nothing;
-			if (register_kprobe(&kps[i]))
-				bad[i] = 1;
-			else
-				unregister_kprobe(&kps[i]);
-		}
+		mark(p, keep);
 		_exit(0);
 	}
 	waitpid(pid, &st, 0);
-	for (long i = 0; i < p->n; i++) {
-		if (bad[i])
-			p->refused++;
-		else
+	for (long i = 0; i < n0; i++)
+		if (keep[i])
 			p->addr[k++] = p->addr[i];
-	}
+	p->refused += n0 - k;
 	p->n = k;
-	munmap(bad, (size_t)n0);
+	munmap(keep, (size_t)n0);
 }
 
-/* Keeps the probes of @p that are optimized when all are registered. */
-static void keep_optimizable(struct pool *p)
+/* Those ukprobes accepts, tried one by one. */
+static void mark_accepted(const struct pool *p, unsigned char *keep)
 {
-	unsigned char *ok = mmap(NULL, (size_t)p->n, PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pid_t pid;
-	long k = 0, n0 = p->n;
-	int st;
+	struct kprobe *kps = calloc((size_t)p->n, sizeof(*kps));
 
-	if (ok == MAP_FAILED)
-		return;
-	pid = fork();
-	if (pid == 0) {
-		struct kprobe *all = calloc((size_t)p->n, sizeof(*all));
-		struct kprobe **allp = calloc((size_t)p->n, sizeof(*allp));
-
-		if (!all || !allp)
-			_exit(1);
-		for (long i = 0; i < p->n; i++) {
-			all[i].addr = (kprobe_opcode_t *)p->addr[i];
-			all[i].pre_handler = pre_nothing;
-			allp[i] = &all[i];
+	if (!kps)
+		_exit(1);
+	ukprobes_set_optimization(0);
+	for (long i = 0; i < p->n; i++) {
+		kps[i].addr = (kprobe_opcode_t *)p->addr[i];
+		kps[i].pre_handler = pre_nothing;
+		if (!register_kprobe(&kps[i])) {
+			keep[i] = 1;
+			unregister_kprobe(&kps[i]);
 		}
-		if (register_kprobes(allp, (int)p->n))
-			_exit(1);
-		ukprobes_wait_optimizer();
-		for (long i = 0; i < p->n; i++)
-			ok[i] = kprobe_optimized(&all[i]) != 0;
-		_exit(0);
 	}
-	waitpid(pid, &st, 0);
+}
+
+/* Those optimized when all are registered together. */
+static void mark_optimized(const struct pool *p, unsigned char *keep)
+{
+	struct kprobe *all = calloc((size_t)p->n, sizeof(*all));
+	struct kprobe **allp = calloc((size_t)p->n, sizeof(*allp));
+
+	if (!all || !allp)
+		_exit(1);
+	for (long i = 0; i < p->n; i++) {
+		all[i].addr = (kprobe_opcode_t *)p->addr[i];
+		all[i].pre_handler = pre_nothing;
+		allp[i] = &all[i];
+	}
+	if (register_kprobes(allp, (int)p->n))
+		_exit(1);
+	ukprobes_wait_optimizer();
 	for (long i = 0; i < p->n; i++)
-		if (ok[i])
-			p->addr[k++] = p->addr[i];
-	p->refused = n0 - k;
-	p->n = k;
-	munmap(ok, (size_t)n0);
+		keep[i] = kprobe_optimized(&all[i]) != 0;
 }
 
 static void build_pools(void)
@@ -289,7 +280,7 @@ static void build_pools(void)
 		uintptr_t lo = libz_end ? main_pool.addr[0] : 0;
 		uintptr_t hi = libz_end ? main_pool.addr[libz_end - 1] : 0;
 
-		prefilter(&main_pool);
+		filter_in_child(&main_pool, mark_accepted);
 		main_pool.from_libz = 0;
 		for (long i = 0; i < main_pool.n; i++)
 			main_pool.from_libz += main_pool.addr[i] >= lo &&
@@ -309,7 +300,7 @@ static void build_pools(void)
 		"mnemonic and %ld refused by ukprobes): %ld probes\n", main_pool.from_libz,
 		main_pool.from_zstd, main_pool.dropped_mnemonic,
 		main_pool.refused, main_pool.n);
-	keep_optimizable(&spread_pool);
+	filter_in_child(&spread_pool, mark_optimized);
 	fprintf(stderr, "scale: spread pool: %ld of them, %d bytes apart or more "
 		"and optimized together (%ld more were not)\n", spread_pool.n,
 		SPREAD_GAP, spread_pool.refused);

@@ -82,6 +82,22 @@ static void ukp_ri_drop_dead(struct ukp_ri_cache *c)
 }
 NOKPROBE_SYMBOL(ukp_ri_drop_dead);
 
+/* Take an instance of @pool out of cache @c (its owner's or a thief's
+ * turn), or NULL. */
+static struct kretprobe_instance *ukp_ri_take(struct ukp_ri_cache *c, struct ukp_rp_pool *pool)
+{
+	for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
+		struct kretprobe_instance *r = c->slot[i];
+
+		if (r && r->ukp_pool == pool) {
+			c->slot[i] = NULL;
+			return r;
+		}
+	}
+	return NULL;
+}
+NOKPROBE_SYMBOL(ukp_ri_take);
+
 static struct kretprobe_instance *ukp_ri_steal(struct ukp_ri_cache *self,
 					       struct ukp_rp_pool *pool);
 
@@ -91,15 +107,7 @@ struct kretprobe_instance *ukp_ri_get_slow(struct ukp_ri_cache *c, struct ukp_rp
 
 	if (ukp_ri_enter(c)) {
 		ukp_ri_drop_dead(c);
-		for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
-			struct kretprobe_instance *r = c->slot[i];
-
-			if (r && r->ukp_pool == pool) {
-				c->slot[i] = NULL;
-				ri = r;
-				break;
-			}
-		}
+		ri = ukp_ri_take(c, pool);
 		ukp_ri_leave(c);
 		if (ri)
 			return ri;
@@ -194,16 +202,8 @@ static bool ukp_ri_take_one(struct ukp_ri_cache *c, void *arg)
 {
 	struct ukp_ri_wanted *w = arg;
 
-	for (unsigned int i = 0; i < UKP_RI_CACHE; i++) {
-		struct kretprobe_instance *r = c->slot[i];
-
-		if (r && r->ukp_pool == w->pool) {
-			c->slot[i] = NULL;
-			w->ri = r;
-			return true;
-		}
-	}
-	return false;
+	w->ri = ukp_ri_take(c, w->pool);
+	return w->ri != NULL;
 }
 
 /* @pool's list is empty: take one of its instances from another thread's

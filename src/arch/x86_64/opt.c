@@ -398,18 +398,16 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 		buf[2 + 2 * i] = (uint8_t)(pos - X86_OPT_HEADER);
 		w = x86_relocate(&an[i], code + base + off, det + pos, buf + pos);
 		if (w < 0) {
-			ukp_slot_free_unused_n(det, op->nslots);
-			x86_prime_free(k);
-			return -EINVAL;
+			err = -EINVAL;
+			goto undo;
 		}
 		pos += (size_t)w;
 		off += an[i].len;
 	}
 	buf[pos] = 0xe9;						/* jmp region end */
 	if (x86_put_rel32_at(buf + pos + 1, det + pos + 5, pt->addr + rlen)) {
-		ukp_slot_free_unused_n(det, op->nslots);
-		x86_prime_free(k);
-		return -EINVAL;
+		err = -EINVAL;
+		goto undo;
 	}
 	pos += 5;
 	pos = (pos + 7) & ~(size_t)7;
@@ -426,16 +424,12 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 		ukp_prime_cont[k] = det + back;
 	}
 	if (pos > sizeof(buf)) {
-		ukp_slot_free_unused_n(det, op->nslots);
-		x86_prime_free(k);
-		return -EINVAL;
+		err = -EINVAL;
+		goto undo;
 	}
 	err = ukp_text_poke(det, buf, sizeof(buf));
-	if (err) {
-		ukp_slot_free_unused_n(det, op->nslots);
-		x86_prime_free(k);
-		return err;
-	}
+	if (err)
+		goto undo;
 	op->prime = (int16_t)k;
 	op->detour = det;
 	op->rlen = (uint8_t)rlen;
@@ -446,6 +440,10 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 	op->ftrace = func_entry && x86_all_nops(code + base, rlen);
 	memcpy(op->orig, code + base, rlen);
 	return 0;
+undo:
+	ukp_slot_free_unused_n(det, op->nslots);
+	x86_prime_free(k);
+	return err;
 }
 
 void arch_release_optimized(struct arch_optinsn *op, bool used)
