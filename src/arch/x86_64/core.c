@@ -220,9 +220,14 @@ int arch_disarm_kprobe(struct ukp_point *pt)
 
 bool arch_trap_is_breakpoint(const siginfo_t *info, const ucontext_t *uc)
 {
-	/* int3 raises #BP (vector 3) and the kernel sends SI_KERNEL; a kill()
-	 * or a TF step does not look like this. */
-	return info->si_code == SI_KERNEL && uc->uc_mcontext.gregs[REG_TRAPNO] == 3;
+	/* int3 raises #BP and the kernel sends SI_KERNEL; a kill() (SI_USER,
+	 * SI_TKILL, SI_QUEUE) or a TF step (TRAP_TRACE) does not.  The frame's
+	 * trapno is no help: it is 3 from the #BP handler, but 0 where the
+	 * process has any Linux uprobe (bpftrace, perf probe on its libc),
+	 * because the kernel then sends the SIGTRAP from its uprobes path.
+	 * Whether the breakpoint is ours is for the probe tables to say. */
+	(void)uc;
+	return info->si_code == SI_KERNEL;
 }
 NOKPROBE_SYMBOL(arch_trap_is_breakpoint);
 
