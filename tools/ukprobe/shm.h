@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define UKS_MAGIC		0x756b7072u	/* "ukpr" */
-#define UKS_VERSION		1u
+#define UKS_VERSION		2u
 #define UKS_MAX_EVENTS		128
 #define UKS_MAX_HISTS		8
 #define UKS_ERRLEN		512
@@ -59,6 +59,7 @@ struct uks_event {
 	_Atomic uint32_t placed;	/* processes where it was registered */
 	_Atomic uint32_t failed;	/* processes where registration failed */
 	_Atomic uint32_t error_set;
+	int32_t err_code, err_pos;	/* its PE_ERR_* code and caret (0: none) */
 	char error[UKS_ERRLEN];		/* first failure, as text */
 	struct uks_hist lat;		/* ukprobe latency: durations in ns */
 };
