@@ -250,7 +250,7 @@ static void locate(FILE *out, const struct pe_event *ev, const struct pobj *o,
 	}
 	if (pi->ifunc)
 		fprintf(out, "  note:     an indirect function: the probe goes on the "
-			"implementation chosen at run time, checked when placed\n");
+			"implementation chosen at run time (register_kprobe() checks it)\n");
 	else if (pi->from_what && strcmp(pi->from_what, "symbol"))
 		fprintf(out, "  note:     instruction boundary checked from the %s at 0x%llx\n",
 			pi->from_what, (unsigned long long)pi->from);

@@ -15,8 +15,10 @@
  *   UKPROBE_AGENT_CONF   key=value;... (see agent.c: parse_conf)
  *   UKPROBE_AGENT_DEFS   the definitions, one per line
  *   UKPROBE_AGENT_HISTS  the --hist names, one per line
- *   UKPROBE_AGENT_ORIG_LD_PRELOAD, UKPROBE_AGENT_ORIG_LD_AUDIT
- *                        the program's own values, set back (absent: unset)
+ *   UKPROBE_AGENT_ORIG_LD_PRELOAD, UKPROBE_AGENT_ORIG_LD_AUDIT,
+ *   UKPROBE_AGENT_ORIG_GLIBC_TUNABLES
+ *                        the user's own values, set back (absent: unset;
+ *                        agent_env.h)
  */
 #ifndef UKPROBE_SHM_H
 #define UKPROBE_SHM_H
