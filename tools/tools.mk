@@ -28,7 +28,7 @@ UKP_COMMON_OBJS := $(UKP_TOOL_OBJDIR)/probe_events.o $(UKP_TOOL_OBJDIR)/fetch.o 
                    $(UKP_TOOL_OBJDIR)/tool_arch_$(ARCH).o $(UKP_TOOL_OBJDIR)/json.o
 UKP_CLI_OBJS    := $(UKP_TOOL_OBJDIR)/main.o $(UKP_TOOL_OBJDIR)/report.o \
                    $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_TOOL_OBJDIR)/prog_objs.o \
-                   $(UKP_COMMON_OBJS)
+                   $(UKP_TOOL_OBJDIR)/agent_env.o $(UKP_COMMON_OBJS)
 UKP_AGENT_OBJS  := $(UKP_TOOL_OBJDIR)/agent.o $(UKP_TOOL_OBJDIR)/agent_env.o \
                    $(UKP_TOOL_OBJDIR)/handler.o \
                    $(UKP_TOOL_OBJDIR)/writer.o $(UKP_COMMON_OBJS)
@@ -88,7 +88,13 @@ $(B)/tests/tool-progs/%: tests/tool/progs/%.c
 $(B)/tests/tool-progs/stripped-calls: $(B)/tests/tool-progs/calls
 	strip -s -o $@ $<
 
+# A statically linked program: one the agent cannot start in.
+$(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -static -o $@ $<
+
 $(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
+                   $(B)/tests/tool-progs/static-printenv \
                    $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) \

@@ -804,6 +804,36 @@ Test(ukprobe, users_own_preload_kept)
 	cr_assert_eq(count_value(r.err, "p_calls_target_0"), 3, "%s", r.err);
 }
 
+/*
+ * A program the agent cannot start in (statically linked) gets the
+ * environment unchanged: started by ukprobe, exec'd by the traced program,
+ * or spawned with -F.  Before: ukprobe's LD_PRELOAD, LD_AUDIT,
+ * GLIBC_TUNABLES and UKPROBE_AGENT_* stayed in its environment.
+ */
+Test(ukprobe, static_programs_get_the_environment_unchanged)
+{
+	static const char *const cmds[] = {
+		"$U trace -e 'p:calls:target' -- $P/static-printenv",
+		"$U trace -e 'p:calls:target' -- bash -c 'exec $P/static-printenv'",
+		"$U trace -F -e 'p:calls:target' -- bash -c '$P/static-printenv; true'",
+		"$U trace -F -e 'p:calls:target' -- $P/forker spawn $P/static-printenv",
+	};
+
+	for (int i = 0; i < 4; i++) {
+		struct res r = sh("%s", cmds[i]);
+
+		cr_assert(!strncmp(r.out, "none\n", 5), "%s:\n%s%s", cmds[i], r.out, r.err);
+	}
+	/* The dynamic twin is traced, and sees its environment as it was. */
+	{
+		struct res r = sh("$U trace -F -c -e 'p:printenv:main' -- "
+				  "$P/forker spawn $P/printenv");
+
+		cr_assert(strstr(r.out, "none\n"), "%s%s", r.out, r.err);
+		cr_assert_eq(count_value(r.err, "p_printenv_main_0"), 1, "%s", r.err);
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 /* JSON: UTF-8 strings                                                       */
 /* ------------------------------------------------------------------------ */

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "probe_events.h"
+#include "agent_env.h"
 #include "fetch.h"
 #include "json.h"
 #include "prog_objs.h"
@@ -756,6 +757,12 @@ static int run(struct run_opts *o)
 		char *defs = NULL, *hists = NULL, *v;
 		size_t dl = 0, hl = 0;
 
+		/* A program the agent cannot start in (static, set-user-ID)
+		 * runs with the environment as it is; the end says that
+		 * nothing was traced. */
+		if (!agent_env_takes_agent_file(o->argv[0]))
+			goto exec;
+
 		for (int i = 0; i < o->defs.n; i++)
 			dl += strlen(o->defs.v[i]) + 1;
 		defs = calloc(1, dl + 1);
@@ -787,6 +794,7 @@ static int run(struct run_opts *o)
 		setenv("UKPROBE_AGENT_CONF", conf, 1);
 		setenv("UKPROBE_AGENT_DEFS", defs, 1);
 		setenv("UKPROBE_AGENT_HISTS", hists, 1);
+exec:
 		execvp(o->argv[0], o->argv);
 		fprintf(stderr, "ukprobe: %s: %s\n", o->argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
