@@ -7,11 +7,12 @@
  * the command passed in the environment, gives the program back the
  * environment the user gave it (agent_env.c), checks and registers the
  * probes with libukprobes (point_check.c: what the command could not check
- * in the files before the program ran) and starts the writer thread.  Definitions on objects not
- * loaded yet are placed when the run-time linker loads them: the audit
- * module (audit.c, LD_AUDIT) calls ukprobe_agent_objects_changed() each time
- * the set of loaded objects is consistent again after a dlopen(), before the
- * new object's constructors run.
+ * in the files before the program ran) and starts the writer thread.
+ * Definitions on objects not loaded yet are placed when the run-time linker
+ * loads them: the audit module (audit.c, LD_AUDIT) calls
+ * ukprobe_agent_objects_changed() each time the set of loaded objects is
+ * consistent again after a dlopen(), before the new object's constructors
+ * run.
  *
  * Processes: fork(), the exec family, posix_spawn(), system(), popen() and
  * _exit() are interposed.

@@ -252,8 +252,9 @@ static void locate(FILE *out, const struct pe_event *ev, const struct pobj *o,
 		fprintf(out, "  note:     an indirect function: the probe goes on the "
 			"implementation chosen at run time (register_kprobe() checks it)\n");
 	else if (pi->from_what && strcmp(pi->from_what, "symbol"))
-		fprintf(out, "  note:     instruction boundary checked from the %s at 0x%llx\n",
-			pi->from_what, (unsigned long long)pi->from);
+		fprintf(out, "  note:     no function symbol: instruction boundary checked from "
+			"%s, address 0x%llx\n", point_start_words(pi->from_what),
+			(unsigned long long)pi->from);
 	else if (!pi->from_what && ev->addr_is_file_offset)
 		fprintf(out, "  note:     no symbol, unwind table or section here: instruction "
 			"boundary not checked\n");

@@ -84,16 +84,30 @@ out:
 	return ret;
 }
 
-/* "name+0xoff" of vaddr in fn, or "0xvaddr" without a symbol. */
+/* "name+0xoff" of vaddr in fn; without a symbol, its file offset (what
+ * the OBJ:0xOFFSET form and list-symbols show). */
 static const char *where(const struct symfile *sf, const struct ksym *fn, uint64_t vaddr,
 			 char *buf, size_t len)
 {
+	uint64_t off;
+
 	if (fn)
 		snprintf(buf, len, "%s+0x%llx", ksym_name(sf, fn),
 			 (unsigned long long)(vaddr - fn->addr));
+	else if (!symfile_vaddr_to_off(sf, vaddr, &off))
+		snprintf(buf, len, "file offset 0x%llx", (unsigned long long)off);
 	else
-		snprintf(buf, len, "0x%llx", (unsigned long long)vaddr);
+		snprintf(buf, len, "address 0x%llx", (unsigned long long)vaddr);
 	return buf;
+}
+
+const char *point_start_words(const char *from_what)
+{
+	if (!strcmp(from_what, "symbol"))
+		return "a function symbol's start";
+	if (!strcmp(from_what, "unwind table"))
+		return "a function start in the unwind tables";
+	return "the start of the section";
 }
 
 /* The boundary check of pi->vaddr from the nearest known start of code. */
@@ -109,15 +123,15 @@ static int check_boundary(const struct symfile *sf, uint64_t from, const char *f
 	ret = decode_to(sf, from, pi->vaddr, &at, &len);
 	if (ret == -EILSEQ)
 		return fail(pi, err, PE_ERR_BAD_INSN_BNDRY, pos,
-			    "%s is inside the %d-byte instruction at %s (decoded from the %s at %s)",
+			    "%s is inside the %d-byte instruction at %s (decoded from %s, %s)",
 			    where(sf, pi->fn, pi->vaddr, w1, sizeof(w1)), len,
-			    where(sf, pi->fn, at, w2, sizeof(w2)), from_what,
-			    where(sf, NULL, from, w3, sizeof(w3)));
+			    where(sf, pi->fn, at, w2, sizeof(w2)),
+			    where(sf, NULL, from, w3, sizeof(w3)), point_start_words(from_what));
 	if (ret == -EBADMSG)
 		return fail(pi, err, PE_ERR_BAD_INSN_BNDRY, pos,
-			    "the code does not decode at %s (decoded from the %s at 0x%llx)",
-			    where(sf, pi->fn, at, w1, sizeof(w1)), from_what,
-			    (unsigned long long)from);
+			    "the code does not decode at %s (decoded from %s, %s)",
+			    where(sf, pi->fn, at, w1, sizeof(w1)),
+			    where(sf, NULL, from, w3, sizeof(w3)), point_start_words(from_what));
 	if (ret)
 		return fail(pi, err, PE_ERR_BAD_PROBE_ADDR, pos, "cannot read the code of %s: %s",
 			    sf->path, strerror(-ret));

@@ -51,6 +51,9 @@ int point_check_event(const struct pe_event *ev, const struct symfile *sf,
 int point_check_vaddr(const struct pe_event *ev, const struct symfile *sf, uint64_t vaddr,
 		      struct point_info *pi, struct pe_error *err);
 
+/* pi->from_what in words: "a function start in the unwind tables". */
+const char *point_start_words(const char *from_what);
+
 /* Print err as the kernel's error_log does (pe_print_error()), then the
  * explanation why, if any, on its own line. */
 void point_print_error(FILE *out, const char *def, const struct pe_error *err,

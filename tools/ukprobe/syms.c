@@ -407,12 +407,11 @@ const struct ksym *symfile_lookup(const struct symfile *sf, const char *name)
 	return best;
 }
 
-const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
+/* How many symbols start at or below vaddr (syms is sorted by address). */
+static size_t syms_at_or_below(const struct symfile *sf, uint64_t vaddr)
 {
 	size_t lo = 0, hi = sf->nsyms;
-	const struct ksym *best = NULL;
 
-	/* Last symbol with addr <= vaddr. */
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -421,6 +420,13 @@ const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
+{
+	size_t lo = syms_at_or_below(sf, vaddr);
+	const struct ksym *best = NULL;
 	/* Walk back over symbols at lower addresses that still cover vaddr
 	 * (nested or aliased); prefer functions, then the closest start. */
 	for (size_t i = lo, steps = 0; i-- > 0 && steps < 64; steps++) {
@@ -494,16 +500,8 @@ static long cfi_at_or_below(const struct symfile *sf, uint64_t vaddr)
 /* The last function symbol at or below vaddr in an executable segment. */
 static const struct ksym *func_at_or_below(const struct symfile *sf, uint64_t vaddr)
 {
-	size_t lo = 0, hi = sf->nsyms;
+	size_t lo = syms_at_or_below(sf, vaddr);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (sf->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	while (lo-- > 0) {
 		const struct ksym *s = &sf->syms[lo];
 
