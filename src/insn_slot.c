@@ -24,6 +24,7 @@
 #include "internal.h"
 #include "arch.h"
 #include "memmap.h"
+#include "grace.h"
 
 #define SLOT_PAGE_SIZE		4096u
 #define SLOTS_PER_PAGE		(SLOT_PAGE_SIZE / UKP_ARCH_SLOT_SIZE)
@@ -417,7 +418,7 @@ void ukp_slot_gc(void)
 {
 	unsigned int n;
 
-	if (!ukp_slot_ndirty || !ukp_threads_outside(ukp_ip_in_dirty_slot, NULL, 10000))
+	if (!ukp_slot_ndirty || !ukp_threads_outside(ukp_ip_in_dirty_slot, NULL, 10000, 0))
 		return;
 	n = atomic_load(&ukp_slot_npages);
 	for (unsigned int i = 0; i < n; i++) {
