@@ -24,6 +24,8 @@ BINDIR     ?= $(PREFIX)/bin
 ifeq ($(SAN),1)
 B          := build-san
 SANFLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# The sanitizer build also checks the library's locking rules (internal.h).
+DEBUGFLAGS := -DUKP_DEBUG
 else
 B          := build
 SANFLAGS   :=
@@ -33,7 +35,7 @@ ARCH       := $(shell uname -m)
 WARN       := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS     ?= -O2 -g
 LIB_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
-              -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(CFLAGS)
+              -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(DEBUGFLAGS) $(CFLAGS)
 LIB_LIBS   := -lZydis -lelf -lpthread -ldl
 
 LIB_SRCS   := $(wildcard src/*.c) $(wildcard src/arch/$(ARCH)/*.c)

@@ -82,18 +82,56 @@ extern pthread_mutex_t ukp_kprobe_mutex;
 extern atomic_int ukp_kprobes_all_disarmed;
 
 /* ------------------------------------------------------------------------ */
-/* Grace periods (sync.c)                                                    */
+/* Grace periods: grace.h (the rule for reusing what threads may touch)     */
 /* ------------------------------------------------------------------------ */
 
-/*
- * Sleepable-RCU with two counters: readers (the trap path) increment the
- * counter of the current phase, writers flip the phase and wait for the old
- * counter to drain.  New readers never delay a writer.
- */
 unsigned int ukp_srcu_read_lock(void);
-void ukp_srcu_read_unlock(unsigned int idx);
+void ukp_srcu_read_unlock(unsigned int cookie);
 void ukp_synchronize(void);
-void ukp_srcu_after_fork(void);
+int ukp_grace_init(void);
+
+/*
+ * The probe lists and the point table are walked either by the trap path
+ * inside a read section, or by API code holding ukp_kprobe_mutex, as the
+ * kernel asserts of get_kprobe() with lockdep.  UKP_DEBUG builds (SAN=1)
+ * check it at every walk (debug_gpr.c).
+ */
+#ifdef UKP_DEBUG
+bool ukp_walk_allowed(void);
+bool ukp_kprobe_mutex_held(void);
+void ukp_assert_fail(const char *what, const char *file, int line);
+#define ukp_assert_walk_allowed()					\
+	do {								\
+		if (!ukp_walk_allowed())				\
+			ukp_assert_fail("probe table walked outside a read " \
+					"section and without ukp_kprobe_mutex", \
+					__FILE__, __LINE__);		\
+	} while (0)
+#define ukp_assert_mutex_held()						\
+	do {								\
+		if (!ukp_kprobe_mutex_held())				\
+			ukp_assert_fail("ukp_kprobe_mutex not held",	\
+					__FILE__, __LINE__);		\
+	} while (0)
+#else
+#define ukp_assert_walk_allowed() do { } while (0)
+#define ukp_assert_mutex_held() do { } while (0)
+#endif
+
+/* The probes at @pt: every walk of a point's list goes through these. */
+static inline struct kprobe *ukp_probe_first(struct ukp_point *pt)
+{
+	ukp_assert_walk_allowed();
+	return atomic_load_explicit(&pt->probes, memory_order_acquire);
+}
+
+static inline struct kprobe *ukp_probe_next(const struct kprobe *p)
+{
+	return __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE);
+}
+
+#define ukp_for_each_probe(p, pt) \
+	for (struct kprobe *p = ukp_probe_first(pt); p; p = ukp_probe_next(p))
 
 /* ------------------------------------------------------------------------ */
 /* Code patching (text.c): the only place that writes code                  */
@@ -132,9 +170,6 @@ void ukp_slot_release_n(uintptr_t slot, unsigned int n);
 const struct ukp_slot_info *ukp_slot_info_at(uintptr_t ip, uintptr_t *slot); /* trap-safe */
 void ukp_slot_gc(void);
 
-/* quiesce.c: no other thread executes where @inside says (not trap-safe). */
-bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
-			 unsigned int max_wait_us);
 void ukp_slot_mark(unsigned long *mark);
 void ukp_slot_unmap_new_since(unsigned long mark);
 
@@ -149,6 +184,10 @@ void ukp_signal_after_fork(void);
 /* After a program's signal handler returns: move a context left inside
  * code that was optimized meanwhile (trap-safe). */
 void ukp_resume_fixup(void *ucv);
+/* Around a program's handler: where the interrupted thread resumes, for
+ * the proofs of grace.h (trap-safe). */
+int ukp_intr_note(void *ucv);
+void ukp_intr_pop(int token);
 int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 		    const sigset_t *mask);
 void ukp_signal_give_back(int sig);
@@ -185,6 +224,8 @@ void ukp_opt_after_fork(void);
 void ukp_opt_env_default(void);
 uintptr_t ukp_opt_resume_ip(struct ukp_point *pt);	/* trap-safe */
 uintptr_t ukp_opt_redirect(uintptr_t ip);		/* trap-safe */
+uintptr_t ukp_opt_region_copy(uintptr_t ip);		/* trap-safe */
+bool ukp_opt_take_dead_point(struct ukp_point *pt);
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
 
 /* Count a missed hit on every probe of @pt (trap path). */

@@ -69,8 +69,7 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
 	} else if (!(atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT)) {
 		/* The common case, without fault recovery points. */
 		ukp_handler_enter(kcb);
-		for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-		     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+		ukp_for_each_probe(p, pt) {
 			if (kprobe_disabled(p) || !p->pre_handler)
 				continue;
 			if (gpr && !(p->flags & KPROBE_FLAG_GPR_ONLY))

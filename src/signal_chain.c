@@ -133,6 +133,7 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 	struct sigaction act;
 	sigset_t mask, old;
 	bool from_kernel = info->si_code > 0;
+	int tok;
 
 	ukp_app_read(sig, &act);
 	if (act.sa_handler == SIG_IGN && !from_kernel)
@@ -179,10 +180,12 @@ void ukp_chain_signal(int sig, siginfo_t *info, ucontext_t *uc)
 		ukp_sig_wlock_drop();
 	}
 	ukp_sys_sigprocmask(SIG_SETMASK, &mask, &old);
+	tok = ukp_intr_note(uc);
 	if (act.sa_flags & SA_SIGINFO)
 		act.sa_sigaction(sig, info, uc);
 	else
 		act.sa_handler(sig);
+	ukp_intr_pop(tok);
 	ukp_sys_sigprocmask(SIG_SETMASK, &old, NULL);
 	/* The context may be inside code optimized while the handler ran. */
 	ukp_resume_fixup(uc);
@@ -203,6 +206,7 @@ NOKPROBE_SYMBOL(ukp_chain_signal);
 static void ukp_app_signal_wrapper(int sig, siginfo_t *info, void *ucv)
 {
 	struct sigaction act;
+	int tok;
 
 	ukp_app_read(sig, &act);
 	if (act.sa_flags & SA_RESETHAND) {
@@ -218,10 +222,12 @@ static void ukp_app_signal_wrapper(int sig, siginfo_t *info, void *ucv)
 	}
 	if (act.sa_handler == SIG_DFL || act.sa_handler == SIG_IGN)
 		return;		/* changed while this signal was on its way */
+	tok = ukp_intr_note(ucv);
 	if (act.sa_flags & SA_SIGINFO)
 		act.sa_sigaction(sig, info, ucv);
 	else
 		act.sa_handler(sig);
+	ukp_intr_pop(tok);
 	ukp_resume_fixup(ucv);
 }
 NOKPROBE_SYMBOL(ukp_app_signal_wrapper);

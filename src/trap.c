@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "arch.h"
 #include "trap.h"
+#include "grace.h"
 
 __thread struct ukp_kcb ukp_kcb_tls __attribute__((tls_model("initial-exec")));
 
@@ -76,8 +77,7 @@ int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 	int ret = 0;
 
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+	ukp_for_each_probe(p, pt) {
 		if (kprobe_disabled(p) || !p->pre_handler)
 			continue;
 		if (ukp_call_handler(kcb, p, regs, false)) {
@@ -94,8 +94,7 @@ static void ukp_run_post_handlers_kcb(struct ukp_kcb *kcb, struct ukp_point *pt,
 				      struct pt_regs *regs)
 {
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+	ukp_for_each_probe(p, pt) {
 		if (!kprobe_disabled(p) && p->post_handler)
 			ukp_call_handler(kcb, p, regs, true);
 	}
@@ -105,8 +104,7 @@ NOKPROBE_SYMBOL(ukp_run_post_handlers_kcb);
 
 void ukp_inc_nmissed(struct ukp_point *pt)
 {
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE))
+	ukp_for_each_probe(p, pt)
 		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
 }
 NOKPROBE_SYMBOL(ukp_inc_nmissed);
@@ -136,7 +134,13 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 		break;
 	case ARCH_EXEC_BOOST:
 		break;
-	case ARCH_EXEC_STEP:
+	case ARCH_EXEC_STEP: {
+		uintptr_t slot;
+		const struct ukp_slot_info *info = ukp_slot_info_at(copy, &slot);
+
+		kcb->ss_info_valid = info != NULL;
+		if (info)
+			kcb->ss_info = *info;
 		kcb->ss_copy = copy;
 		kcb->ss_addr = pt->addr;
 		kcb->ss_gen = pt->gen;
@@ -150,9 +154,25 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 			arch_uc_set_sigmask(uc, kcb->ss_mask | ukp_async_mask);
 		break;
 	}
+	}
 	arch_regs_to_uc(regs, uc);
 }
 NOKPROBE_SYMBOL(ukp_execute_insn);
+
+/*
+ * Never resume a thread where a detour's jump is or may soon be (grace.h):
+ * a region that got a detour since this thread trapped, or the slot of a
+ * probe removed since, whose copy jumps back into such a region.  In the
+ * read section that decided where the thread resumes.
+ */
+static void ukp_resume_redirect(ucontext_t *uc)
+{
+	uintptr_t to = ukp_opt_redirect(arch_uc_ip(uc));
+
+	if (to)
+		arch_uc_set_ip(uc, to);
+}
+NOKPROBE_SYMBOL(ukp_resume_redirect);
 
 /* A hit of the breakpoint at @pt. */
 static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
@@ -207,15 +227,13 @@ NOKPROBE_SYMBOL(ukp_step_point);
 /* The breakpoint after a single-step copy trapped: finish the hit. */
 static void ukp_step_complete(struct ukp_kcb *kcb, ucontext_t *uc)
 {
-	const struct ukp_slot_info *info;
 	struct ukp_point *pt;
 	struct pt_regs regs;
-	uintptr_t slot;
 
-	info = ukp_slot_info_at(kcb->ss_copy, &slot);
+	/* From what the slot held when the step began (grace.h). */
 	arch_regs_from_uc(&regs, uc);
-	if (info)
-		arch_step_done(info, &regs);
+	if (kcb->ss_info_valid)
+		arch_step_done(&kcb->ss_info, &regs);
 	arch_uc_set_sigmask(uc, kcb->ss_mask);
 	kcb->ss_trap = 0;
 	pt = ukp_step_point(kcb);
@@ -264,6 +282,8 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 	} else {
 		ours = false;
 	}
+	if (ours)
+		ukp_resume_redirect(uc);
 	ukp_srcu_read_unlock(idx);
 	errno = saved_errno;
 	if (!ours)
@@ -278,10 +298,12 @@ static bool ukp_try_fault_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 	bool handled = false;
 
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p && !handled; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
-		if (!kprobe_disabled(p) && p->fault_handler)
-			handled = p->fault_handler(p, regs, trapnr);
+	ukp_for_each_probe(p, pt) {
+		if (!kprobe_disabled(p) && p->fault_handler &&
+		    p->fault_handler(p, regs, trapnr)) {
+			handled = true;
+			break;
+		}
 	}
 	ukp_handler_exit(kcb);
 	return handled;
@@ -416,12 +438,16 @@ int ukp_trap_install(void)
 
 void ukp_resume_fixup(void *ucv)
 {
-	ucontext_t *uc = ucv;
 	unsigned int idx = ukp_srcu_read_lock();
-	uintptr_t to = ukp_opt_redirect(arch_uc_ip(uc));
 
-	if (to)
-		arch_uc_set_ip(uc, to);
+	ukp_resume_redirect(ucv);
 	ukp_srcu_read_unlock(idx);
 }
 NOKPROBE_SYMBOL(ukp_resume_fixup);
+
+/* ukp_intr_note() - see internal.h. */
+int ukp_intr_note(void *ucv)
+{
+	return ukp_intr_push(arch_uc_ip(ucv));
+}
+NOKPROBE_SYMBOL(ukp_intr_note);

@@ -18,6 +18,9 @@
 #define UKP_ARCH_SLOT_SIZE	64
 /* The most bytes a probe changes at its address: an optimized jmp rel32. */
 #define UKP_ARCH_MAX_PATCH	5
+/* An optimized region (the instructions a jump covers) is shorter than
+ * this: a probe's neighbours are looked for this far back. */
+#define UKP_ARCH_MAX_REGION	32
 /* %xmm0-%xmm7 (the vector argument registers) and %mxcsr, for jprobes. */
 #define UKP_ARCH_FPARGS_SIZE	(8 * 16 + 4)
 #define UKP_ARCH_STEP_OFFSET	32
