@@ -13,7 +13,9 @@
  *    straight-line, short and makes no system call (a slot copy, a
  *    detoured region, a detour's prologue) has been left.
  * Not seen: a thread interrupted inside such code by a signal whose handler
- * is still running (its resume point is on its stack, not in /proc).
+ * is still running (its resume point is on its stack, not in /proc), and a
+ * vfork() child of the program (ukprobes' own spawn children are waited
+ * for).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -87,6 +89,12 @@ bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
 
 	if (!d)
 		return false;
+	/* A vfork-style child of ours runs in this memory, but is not in
+	 * /proc/self/task: where it is cannot be known (spawn.c). */
+	if (atomic_load(&ukp_spawn_children)) {
+		closedir(d);
+		return false;
+	}
 	while (ok && (de = readdir(d))) {
 		int tid = atoi(de->d_name);
 		uintptr_t pc;

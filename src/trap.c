@@ -366,6 +366,7 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);
+	ukp_signals_fault_check(ip);
 	errno = saved_errno;
 	ukp_chain_signal(sig, info, uc);
 	return;
@@ -388,7 +389,7 @@ int ukp_trap_install(void)
 	int err;
 
 	if (installed)
-		return 0;
+		return ukp_signals_verify(false);
 	sigfillset(&mask);
 	sigdelset(&mask, SIGTRAP);
 	for (size_t i = 0; i < ARRAY_SIZE(ukp_fault_signals); i++)
@@ -409,8 +410,10 @@ int ukp_trap_install(void)
 			ukp_signal_give_back(SIGTRAP);
 		}
 	}
-	if (!err)
+	if (!err) {
 		installed = true;
+		ukp_signals_verify(true);
+	}
 	return err;
 }
 

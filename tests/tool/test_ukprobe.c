@@ -498,6 +498,43 @@ Test(ukprobe, exec_spawn_system_follow)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 }
 
+/*
+ * A probe on execve hits in the children of posix_spawn() (make starts its
+ * recipes so), system() and popen(), which run in the parent's memory
+ * until they exec: each child execs as without the probe, and the hits are
+ * the parent's.
+ */
+Test(ukprobe, execve_probe_in_spawned_children)
+{
+	struct res r;
+
+	r = sh("printf 'all: a b c\\na:\\n\\t@/bin/true\\nb:\\n\\t@echo b >/dev/null\\n"
+	       "c:\\n\\t@/bin/true c\\n' > $T/Makefile; command -v make");
+	if (r.status)
+		cr_skip_test("make is not installed");
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 3, "%s", r.err);
+	/* glibc's spawn munmaps the child's stack with every signal blocked:
+	 * a probe there killed make itself. */
+	r = sh("$U trace -c -e 'p:libc.so.6:munmap' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker spawn /bin/true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=0\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker system 'exit 3'");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=768\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	/* With --follow-fork the children are traced too. */
+	r = sh("$U trace -F -c -e 'p:libc.so.6:execve' -e 'p:calls:target' -- "
+	       "$P/forker spawn $P/calls count 5");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_calls_target_0"), 5, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+}
+
 Test(ukprobe, program_with_its_own_sigsegv_handler)
 {
 	struct res r = sh("$U trace -c -e 'p:sigsegv:target' -e 'p:sigsegv:crash' -- $P/sigsegv 6");
