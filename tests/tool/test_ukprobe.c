@@ -535,6 +535,29 @@ Test(ukprobe, execve_probe_in_spawned_children)
 	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
 }
 
+/*
+ * The functions libukprobes replaces (preloaded before libc): a probe by
+ * their name is on the replacement the program calls; one on libc's own
+ * fires where libukprobes has libc do the work (libc's sigprocmask() calls
+ * its pthread_sigmask(), its signal() its sigaction(), as without us).
+ */
+Test(ukprobe, probes_on_replaced_signal_functions)
+{
+	struct res r = sh("$U trace -c -e 'p sigprocmask' -e 'p pthread_sigmask' -e 'p signal' "
+			  "-e 'p sigaction' -e 'p:libc.so.6:sigprocmask' "
+			  "-e 'p:libc.so.6:pthread_sigmask' -e 'p:libc.so.6:sigaction' -- $P/sigcalls");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "done\n");
+	cr_expect_eq(count_value(r.err, "p_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_pthread_sigmask_0"), 6, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_signal_0"), 7, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_sigaction_0"), 8, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_pthread_sigmask_0"), 11, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigaction_0"), 15, "%s", r.err);
+}
+
 Test(ukprobe, program_with_its_own_sigsegv_handler)
 {
 	struct res r = sh("$U trace -c -e 'p:sigsegv:target' -e 'p:sigsegv:crash' -- $P/sigsegv 6");
