@@ -219,6 +219,11 @@ uintptr_t ukp_opt_resume_ip(struct ukp_point *pt);	/* trap-safe */
 uintptr_t ukp_opt_redirect(uintptr_t ip);		/* trap-safe */
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
 
+/* Breakpoints removed lately (retired.c): noted before removal, asked by
+ * the trap path about a SIGTRAP that finds no probe. */
+void ukp_bp_retired_note(uintptr_t addr);
+bool ukp_bp_retired(uintptr_t addr);
+
 /* Count a missed hit on every probe of @pt (trap path). */
 void ukp_inc_nmissed(struct ukp_point *pt);
 

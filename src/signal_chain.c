@@ -613,7 +613,7 @@ int ukp_signals_verify(bool first)
 		retaken = ukp_retake_locked(sigs[i]);
 		ukp_sig_wlock_drop();
 		if (retaken)
-			pr_warn("the %s handler was replaced behind ukprobes' back (the bare "
+			pr_warn("the SIG%s handler was replaced behind ukprobes' back (the bare "
 				"rt_sigaction() system call, or a sigaction() ukprobes does not "
 				"interpose): taken back; the program's handler runs for the "
 				"signals that are not ukprobes'\n", ukp_signame(sigs[i]));

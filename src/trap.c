@@ -257,9 +257,11 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 		arch_regs_from_uc(&regs, uc);
 		arch_step_done(si, &regs);
 		arch_regs_to_uc(&regs, uc);
-	} else if (!arch_breakpoint_at(bp)) {
+	} else if (ukp_bp_retired(bp) && !arch_breakpoint_at(bp)) {
 		/* The probe was removed after this thread hit it: execute
-		 * the restored instruction. */
+		 * the restored instruction.  (Not for any trap without an
+		 * int3 behind it: a debugger's, or an "int $3", is the
+		 * program's, as it is.) */
 		arch_uc_set_ip(uc, bp);
 	} else {
 		ours = false;
