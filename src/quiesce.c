@@ -90,10 +90,15 @@ bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
 	if (!d)
 		return false;
 	/* A vfork-style child of ours runs in this memory, but is not in
-	 * /proc/self/task: where it is cannot be known (spawn.c). */
-	if (atomic_load(&ukp_spawn_children)) {
-		closedir(d);
-		return false;
+	 * /proc/self/task: where it is cannot be known (spawn.c).  It is
+	 * gone at its execve, soon. */
+	while (atomic_load(&ukp_spawn_children)) {
+		if (waited >= max_wait_us) {
+			closedir(d);
+			return false;
+		}
+		usleep(50);
+		waited += 50;
 	}
 	while (ok && (de = readdir(d))) {
 		int tid = atoi(de->d_name);

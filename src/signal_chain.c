@@ -23,7 +23,6 @@
  * (ukp_signals_fault_check()): ukprobes takes its signal back and chains
  * the program's new handler, and says so.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -533,20 +532,34 @@ static bool ukp_retake_locked(int sig)
 /* SIGTRAP was taken back at a fault: said at the next registration too. */
 static atomic_bool ukp_fault_retook;
 
-/* Is libukprobes the main program (the static library)? */
-static int ukp_first_object_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	uintptr_t addr = (uintptr_t)ukp_sigaction_entry;
+/* Where libukprobes and libc are in the load order (the dynamic linker's
+ * lookup order for the program's calls). */
+struct ukp_order {
+	int n, self, libc;
+};
 
-	(void)size;
+static bool ukp_object_has(const struct dl_phdr_info *info, uintptr_t addr)
+{
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
 
-		if (ph->p_type == PT_LOAD && addr - start < ph->p_memsz)
-			*(bool *)data = true;
+		if (ph->p_type == PT_LOAD && addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			return true;
 	}
-	return 1;	/* the first object only */
+	return false;
+}
+
+static int ukp_order_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ukp_order *o = data;
+
+	(void)size;
+	if (ukp_object_has(info, (uintptr_t)ukp_sigaction_entry))
+		o->self = o->n;
+	if (ukp_object_has(info, (uintptr_t)__sigaction))
+		o->libc = o->n;
+	o->n++;
+	return 0;
 }
 
 /* The TracerPid line of /proc/self/status; 0 when not traced. */
@@ -574,11 +587,13 @@ static int ukp_tracer_pid(void)
  */
 static void ukp_signals_first_notes(void)
 {
-	bool self_main = false;
+	struct ukp_order o = { 0, -1, -1 };
 	int tracer;
 
-	dl_iterate_phdr(ukp_first_object_cb, &self_main);
-	if (!self_main && dlsym(RTLD_DEFAULT, "sigaction") != (void *)ukp_sigaction_entry)
+	/* After libc, the program's calls bind to libc's functions (a
+	 * sanitizer's interceptors in between still reach ours). */
+	dl_iterate_phdr(ukp_order_cb, &o);
+	if (o.self > o.libc && o.libc >= 0)
 		pr_warn("loaded after libc (dlopen()?): the program's sigaction(), "
 			"signal() and sigprocmask() are not seen; a handler it "
 			"installs for SIGTRAP, SIGSEGV, SIGBUS, SIGFPE or SIGILL is "

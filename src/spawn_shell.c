@@ -55,6 +55,15 @@ static void ukp_shell_need(void *fn)
 		ukp_shell_resolve();
 }
 
+/* "sh -c @argv[2]", in the program's environment, as glibc runs both. */
+static void ukp_shell_req(struct ukp_spawn_req *req, char **argv)
+{
+	ukp_spawn_req_init(req);
+	req->file = _PATH_BSHELL;
+	req->argv = argv;
+	req->envp = environ;
+}
+
 /* ------------------------------------------------------------------------ */
 /* system()                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -109,7 +118,7 @@ static int ukp_do_system(const char *line)
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
 	sigemptyset(&ign.sa_mask);
-	ukp_spawn_req_init(&req);
+	ukp_shell_req(&req, argv);
 	pthread_mutex_lock(&ukp_system_lock);
 	if (ukp_system_refs++ == 0) {
 		__sigaction(SIGINT, &ign, &ukp_system_intr);
@@ -124,9 +133,6 @@ static int ukp_do_system(const char *line)
 	sigaddset(&chld, SIGCHLD);
 	ukp_sigprocmask_program(SIG_BLOCK, &chld, &c.omask);
 
-	req.file = _PATH_BSHELL;
-	req.argv = argv;
-	req.envp = environ;
 	req.flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
 	req.sigmask = c.omask;
 	ret = ukp_spawn(&c.pid, &req);
@@ -217,10 +223,7 @@ static int ukp_popen_spawn(const char *cmd, int child_end, int child_fd, pid_t *
 	for (struct ukp_popen *p = ukp_popens; p; p = p->next)
 		if (p->fd != child_fd)
 			fa[n++] = (struct ukp_fa){ .kind = UKP_FA_CLOSE, .fd = p->fd };
-	ukp_spawn_req_init(&req);
-	req.file = _PATH_BSHELL;
-	req.argv = argv;
-	req.envp = environ;
+	ukp_shell_req(&req, argv);
 	req.fa = fa;
 	req.nfa = n;
 	ret = ukp_spawn(pid, &req);

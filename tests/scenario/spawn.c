@@ -740,3 +740,55 @@ Test(spawn, threads_spawn_while_parent_hits_probes, .timeout = 120)
 	cr_expect_eq(atomic_load(&hits), 2 * 110);
 	cr_expect_eq(parent_pre, 2000);
 }
+
+/*
+ * Probes on the children's path come and go (registered, optimized,
+ * unregistered, their slots reused) while another thread spawns: the
+ * children are not in /proc/self/task, so nothing may be rewritten or
+ * freed under one.  Repeated, in one process.
+ */
+static atomic_int stop_spawning;
+
+static void *spawn_loop(void *arg)
+{
+	char *argv[] = { "true", NULL };
+	long bad = 0, n = 0;
+
+	(void)arg;
+	while (!atomic_load(&stop_spawning)) {
+		pid_t pid;
+		int st;
+
+		if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) ||
+		    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+		n++;
+	}
+	return (void *)(bad ? -bad : n);
+}
+
+Test(spawn, probes_come_and_go_while_spawning, .timeout = 120)
+{
+	static const char *const syms[] = { "libc.so.6:execve", "libc.so.6:dup2",
+					    "libc.so.6:close", "libc.so.6:sched_getparam" };
+	struct kprobe kp = { .symbol_name = "libc.so.6:execve", .pre_handler = count_pre };
+	pthread_t t;
+	void *res;
+
+	/* One probe stays, so that ukprobes' child path is in use. */
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_assert_eq(pthread_create(&t, NULL, spawn_loop, NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		struct kprobe q = { .symbol_name = syms[i % 4], .pre_handler = count_pre,
+				    .post_handler = (i & 4) ? count_post : NULL };
+
+		cr_assert_eq(register_kprobe(&q), 0, "round %d", i);
+		if (i % 16 == 0)
+			ukprobes_wait_optimizer();
+		unregister_kprobe(&q);
+	}
+	atomic_store(&stop_spawning, 1);
+	pthread_join(t, &res);
+	unregister_kprobe(&kp);
+	cr_expect_gt((long)res, 0, "spawner: %ld (negative: failed spawns)", (long)res);
+}
