@@ -38,9 +38,9 @@ static int (*ukp_libc_sigaltstack)(const stack_t *, stack_t *);
 __attribute__((constructor)) static void ukp_mask_init(void)
 {
 	ukp_libc_sigprocmask = (ukp_mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
-	ukp_libc_pthread_sigmask = (ukp_mask_fn)dlvsym(RTLD_NEXT, "pthread_sigmask", "GLIBC_2.32");
-	if (!ukp_libc_pthread_sigmask)
-		ukp_libc_pthread_sigmask = (ukp_mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+	/* dlsym(), not dlvsym(): the default version, or the unversioned
+	 * definition of another interposer after us. */
+	ukp_libc_pthread_sigmask = (ukp_mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
 	ukp_libc_sigaltstack = (int (*)(const stack_t *, stack_t *))dlsym(RTLD_NEXT, "sigaltstack");
 }
 

@@ -686,14 +686,20 @@ static int ukp_fa_read(const posix_spawn_file_actions_t *fa, struct ukp_fa **out
 typedef int (*ukp_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			    const posix_spawnattr_t *, char *const[], char *const[]);
 
-/* libc's function, as the next object in the lookup order defines it. */
+/*
+ * The function of the next object in the lookup order: another
+ * interposer's (ukprobe's agent's, unversioned) or libc's.  @version only
+ * for an older version: dlvsym() refuses an unversioned definition, and
+ * dlsym() finds libc's default one.
+ */
 static ukp_spawn_fn ukp_next_spawn(ukp_spawn_fn _Atomic *cache, const char *name,
 				   const char *version)
 {
 	ukp_spawn_fn fn = atomic_load_explicit(cache, memory_order_acquire);
 
 	if (!fn) {
-		fn = (ukp_spawn_fn)dlvsym(RTLD_NEXT, name, version);
+		if (version)
+			fn = (ukp_spawn_fn)dlvsym(RTLD_NEXT, name, version);
 		if (!fn)
 			fn = (ukp_spawn_fn)dlsym(RTLD_NEXT, name);
 		atomic_store_explicit(cache, fn, memory_order_release);
@@ -767,7 +773,7 @@ static int ukp_posix_spawn_215(pid_t *pid, const char *path, const posix_spawn_f
 			       char *const envp[])
 {
 	return ukp_posix_spawn_as(pid, path, fa, attr, argv, envp, false, false,
-				  ukp_next_spawn(&ukp_next_spawn_215, "posix_spawn", "GLIBC_2.15"));
+				  ukp_next_spawn(&ukp_next_spawn_215, "posix_spawn", NULL));
 }
 
 static int ukp_posix_spawn_225(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
@@ -783,7 +789,7 @@ static int ukp_posix_spawnp_215(pid_t *pid, const char *file, const posix_spawn_
 				char *const envp[])
 {
 	return ukp_posix_spawn_as(pid, file, fa, attr, argv, envp, true, false,
-				  ukp_next_spawn(&ukp_next_spawnp_215, "posix_spawnp", "GLIBC_2.15"));
+				  ukp_next_spawn(&ukp_next_spawnp_215, "posix_spawnp", NULL));
 }
 
 static int ukp_posix_spawnp_225(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,

@@ -792,3 +792,44 @@ Test(spawn, probes_come_and_go_while_spawning, .timeout = 120)
 	unregister_kprobe(&kp);
 	cr_expect_gt((long)res, 0, "spawner: %ld (negative: failed spawns)", (long)res);
 }
+
+/*
+ * A thread whose stack has no room for the child below its frames: the
+ * child runs on a stack of its own, and its hits are missed (counted in
+ * nmissed, no handler runs: a return probe it entered could not be told
+ * from the parent's), but it execs as without probes.
+ */
+static void *small_stack_spawner(void *arg)
+{
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+	int st = -1;
+
+	(void)arg;
+	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) ||
+	    waitpid(pid, &st, 0) != pid)
+		return (void *)-1L;
+	return (void *)(long)st;
+}
+
+Test(spawn, thread_stack_without_room_misses_hits, .timeout = 60)
+{
+	struct kprobe kp;
+	pthread_attr_t attr;
+	pthread_t t;
+	void *st;
+
+	probe(&kp, "libc.so.6:execve", 0);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	cr_assert_eq(pthread_create(&t, &attr, small_stack_spawner, NULL), 0);
+	pthread_join(t, &st);
+	pthread_attr_destroy(&attr);
+	cr_expect_eq((long)st, 0, "child status %#lx", (long)st);
+	cr_expect_eq(atomic_load(&hits), 0);
+	cr_expect_eq(kp.nmissed, 1);
+	/* This thread's stack has room: counted. */
+	expect_exit(spawn_argv("/bin/true", (char *[]){ "true", NULL }), 0);
+	cr_expect_eq(atomic_load(&hits), 1);
+	unregister_kprobe(&kp);
+}
