@@ -105,9 +105,17 @@ static pid_t ukp_owner_pid;
 /* A child of this thread found to share its memory (kcmp() is slow). */
 static __thread pid_t ukp_vm_child_pid __attribute__((tls_model("initial-exec")));
 
+/* The bare system call: libc's getpid() is a function a probe may be on,
+ * and these run for the program's calls (sigaltstack() at every thread's
+ * start, in some runtimes). */
+static pid_t ukp_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
 static void ukp_owner_refresh(void)
 {
-	ukp_owner_pid = getpid();
+	ukp_owner_pid = ukp_getpid();
 	ukp_vm_child_pid = 0;
 }
 
@@ -131,7 +139,7 @@ bool ukp_in_vfork_child(void)
 
 	if (ukp_in_spawn_child)
 		return true;
-	pid = getpid();
+	pid = ukp_getpid();
 	if (likely(pid == ukp_owner_pid))
 		return false;
 	if (pid == ukp_vm_child_pid)

@@ -418,11 +418,12 @@ static bool ukp_stack_usable(uintptr_t low, uintptr_t high)
 {
 	uintptr_t top = (uintptr_t)__libc_stack_end;
 	struct iovec local, remote[(UKP_SPAWN_STACK + UKP_SPAWN_GAP) / UKP_PAGE + 2];
-	unsigned int n = 0;
 	char sink[sizeof(remote) / sizeof(remote[0])];
+	pid_t pid = (pid_t)syscall(SYS_getpid);
+	unsigned int n = 0;
 	struct rlimit rl;
 
-	if (gettid() == getpid() && high < top && !getrlimit(RLIMIT_STACK, &rl)) {
+	if ((pid_t)syscall(SYS_gettid) == pid && high < top && !getrlimit(RLIMIT_STACK, &rl)) {
 		if (rl.rlim_cur == RLIM_INFINITY)
 			return true;
 		if (top - low + UKP_MAIN_STACK_SLACK <= rl.rlim_cur)
@@ -435,7 +436,7 @@ static bool ukp_stack_usable(uintptr_t low, uintptr_t high)
 	}
 	local.iov_base = sink;
 	local.iov_len = n;
-	return syscall(SYS_process_vm_readv, getpid(), &local, 1ul, remote, (unsigned long)n, 0ul) ==
+	return syscall(SYS_process_vm_readv, pid, &local, 1ul, remote, (unsigned long)n, 0ul) ==
 	       (long)n;
 }
 

@@ -332,3 +332,26 @@ Test(libc, interposed_function_body_refused, .timeout = 30)
 	}
 	unregister_kprobe(&kp);
 }
+
+/* The replacements call no libc function the program did not call: a
+ * probe on getpid() (which they need to tell a vfork child) sees none. */
+static volatile unsigned long any_hits;
+
+static int pre_any(struct kprobe *p, struct pt_regs *regs)
+{
+	if (window)
+		any_hits++;
+	return 0;
+}
+
+Test(libc, replacements_leave_getpid_alone, .timeout = 30)
+{
+	struct kprobe kp = { .symbol_name = "libc.so.6:getpid", .pre_handler = pre_any };
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	window = 1;
+	call_interposed(NULL, N);
+	window = 0;
+	unregister_kprobe(&kp);
+	cr_expect_eq(any_hits, 0, "%lu getpid() calls", any_hits);
+}
