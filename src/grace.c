@@ -528,6 +528,15 @@ bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
 	DIR *d;
 
 	ukp_intr_reap();
+	/* A vfork-style child of ours runs in this memory, but is not in
+	 * /proc/self/task: where it is cannot be known (spawn.c).  It is
+	 * gone at its execve, soon. */
+	while (atomic_load(&ukp_spawn_children)) {
+		if (waited >= max_wait_us)
+			return false;
+		usleep(50);
+		waited += 50;
+	}
 	d = opendir("/proc/self/task");
 	if (!d)
 		return false;

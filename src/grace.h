@@ -27,6 +27,9 @@
  *         still running will resume where the signal frame says: the
  *         wrapper around the program's handlers notes that place
  *         (ukp_intr_push()) for the handler's lifetime;
+ *       - a vfork-style child that ukprobes started (spawn.c) runs in this
+ *         memory but is not in /proc/self/task: it is waited for until it
+ *         calls execve;
  *       - a thread that is running or runnable has left straight-line code
  *         with no system call once it has run again: its on-CPU time
  *         (/proc/self/task/TID/schedstat) moved since we looked.

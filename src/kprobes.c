@@ -642,6 +642,8 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		}
 		any = true;
 		ukp_point_unlink(pt, p);
+		if (!pt->nprobes)	/* its int3 goes: a late trap is ours */
+			ukp_bp_retired_note(pt->addr);
 		changed |= ukp_point_update(pt);
 		if (!pt->nprobes) {
 			ukp_opt_forget(pt);

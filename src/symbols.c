@@ -48,7 +48,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "internal.h"
+#include "arch.h"
 #include "symbols.h"
 
 #define UKP_BL_SECTION		"_ukprobe_blacklist"
@@ -797,16 +798,54 @@ static int bl_push(struct blvec *b, uintptr_t start, uintptr_t end,
 	return 0;
 }
 
-/* libukprobes as a shared object: all of its code, trap path included. */
+/* The entries of the libc functions libukprobes replaces (UKP_INTERPOSER()
+ * in internal.h), collected by the linker. */
+extern const void *const __start_ukp_interposers[] __attribute__((weak, visibility("hidden")));
+extern const void *const __stop_ukp_interposers[] __attribute__((weak, visibility("hidden")));
+
+static int cmp_uintptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * libukprobes as a shared object: all of its code, trap path included,
+ * but for the first instruction of each replaced libc function (sigaction,
+ * sigprocmask, posix_spawn, ...): the program's calls land there, so a
+ * probe by that name goes there; nothing on the trap path calls them.
+ */
 static int bl_add_self(struct object *o, struct blvec *b)
 {
+	size_t n = __start_ukp_interposers ?
+		(size_t)(__stop_ukp_interposers - __start_ukp_interposers) : 0;
+	uintptr_t entry[n ? n : 1];
 	unsigned int i;
 	int err = 0;
 
-	for (i = 0; i < o->nsegs && !err; i++)
-		if (o->segs[i].exec)
-			err = bl_push(b, o->segs[i].start, o->segs[i].end,
-				      "ukprobes");
+	for (size_t k = 0; k < n; k++)
+		entry[k] = (uintptr_t)__start_ukp_interposers[k];
+	qsort(entry, n, sizeof(entry[0]), cmp_uintptr);
+	for (i = 0; i < o->nsegs && !err; i++) {
+		uintptr_t start = o->segs[i].start, end = o->segs[i].end;
+
+		if (!o->segs[i].exec)
+			continue;
+		for (size_t k = 0; k < n && !err; k++) {
+			uintptr_t e = entry[k];
+
+			if (e < start || e >= end)
+				continue;
+			/* The first real instruction, past an endbr64. */
+			e += arch_skip_func_entry((const uint8_t *)e, end - e < 16 ? end - e : 16);
+			if (entry[k] > start)
+				err = bl_push(b, start, entry[k], "ukprobes");
+			start = e + 1;
+		}
+		if (!err && start < end)
+			err = bl_push(b, start, end, "ukprobes");
+	}
 	return err;
 }
 

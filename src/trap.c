@@ -275,9 +275,11 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 		arch_regs_from_uc(&regs, uc);
 		arch_step_done(si, &regs);
 		arch_regs_to_uc(&regs, uc);
-	} else if (!arch_breakpoint_at(bp)) {
+	} else if (ukp_bp_retired(bp) && !arch_breakpoint_at(bp)) {
 		/* The probe was removed after this thread hit it: execute
-		 * the restored instruction. */
+		 * the restored instruction.  (Not for any trap without an
+		 * int3 behind it: a debugger's, or an "int $3", is the
+		 * program's, as it is.) */
 		arch_uc_set_ip(uc, bp);
 	} else {
 		ours = false;
@@ -388,6 +390,7 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);
+	ukp_signals_fault_check(ip);
 	errno = saved_errno;
 	ukp_chain_signal(sig, info, uc);
 	return;
@@ -410,7 +413,7 @@ int ukp_trap_install(void)
 	int err;
 
 	if (installed)
-		return 0;
+		return ukp_signals_verify(false);
 	sigfillset(&mask);
 	sigdelset(&mask, SIGTRAP);
 	for (size_t i = 0; i < ARRAY_SIZE(ukp_fault_signals); i++)
@@ -431,8 +434,10 @@ int ukp_trap_install(void)
 			ukp_signal_give_back(SIGTRAP);
 		}
 	}
-	if (!err)
+	if (!err) {
 		installed = true;
+		ukp_signals_verify(true);
+	}
 	return err;
 }
 
