@@ -32,16 +32,18 @@ SANFLAGS   :=
 endif
 
 ARCH       := $(shell uname -m)
+# The public header, and the architecture's part of it (<ukprobes/asm/ptrace.h>).
+UKP_INC    := -Iinclude -Iinclude/arch/$(ARCH)
 WARN       := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS     ?= -O2 -g
 LIB_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
-              -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(DEBUGFLAGS) $(CFLAGS)
+              $(UKP_INC) -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(DEBUGFLAGS) $(CFLAGS)
 LIB_LIBS   := -lZydis -lelf -lpthread -ldl
 
 LIB_SRCS   := $(wildcard src/*.c) $(wildcard src/arch/$(ARCH)/*.c)
 LIB_ASMS   := $(wildcard src/arch/$(ARCH)/*.S)
 LIB_OBJS   := $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.S,$(B)/%.o,$(LIB_ASMS))
-LIB_HDRS   := include/ukprobes.h $(wildcard src/*.h) $(wildcard src/arch/*.h) $(wildcard src/arch/$(ARCH)/*.h)
+LIB_HDRS   := include/ukprobes.h include/arch/$(ARCH)/ukprobes/asm/ptrace.h $(wildcard src/*.h) $(wildcard src/arch/*.h) $(wildcard src/arch/$(ARCH)/*.h)
 
 SONAME     := libukprobes.so.$(SOVERSION)
 LIB_SO     := $(B)/libukprobes.so.$(VERSION)

@@ -596,7 +596,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	for (size_t i = 0; rc.pts && i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-		if (op && !op->aop.single)
+		if (op && !arch_opt_single(&op->aop))
 			rc.pts[rc.n++] = batch[i];
 	}
 	if (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us,
@@ -612,7 +612,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 		for (size_t i = 0; i < n; i++) {
 			struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-			if (op && op->aop.single)
+			if (op && arch_opt_single(&op->aop))
 				batch[k++] = batch[i];
 		}
 		n = k;
@@ -629,7 +629,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 
 		arch_optimize_stage2(batch[i], &op->aop);
 		atomic_store(&op->state, UKP_OPT_OPTIMIZED);
-		ukp_point_set_optflags(batch[i], true, op->aop.ftrace);
+		ukp_point_set_optflags(batch[i], true, arch_opt_patchable_entry(&op->aop));
 	}
 	ukp_sync_cores();
 	free(batch);

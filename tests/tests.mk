@@ -8,7 +8,7 @@
 #   tests/support/*.c *.S   -> linked into every test program (targets,
 #                              helpers); NAME.S beside NAME.c is linked too.
 
-TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE $(DEBUGFLAGS) -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
+TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE $(DEBUGFLAGS) $(UKP_INC) -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
                 -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once
 TEST_LIBS    := -lcriterion -lz -lpthread -ldl -lm
 SUPPORT_SRCS := $(wildcard tests/support/*.c) $(wildcard tests/support/*.S)

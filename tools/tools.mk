@@ -19,7 +19,7 @@
 UKP_TOOL_DIR    := tools/ukprobe
 UKP_TOOL_OBJDIR := $(B)/tools/ukprobe
 UKP_TOOL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden \
-                   -Iinclude -I$(UKP_TOOL_DIR) $(CFLAGS) \
+                   $(UKP_INC) -I$(UKP_TOOL_DIR) $(CFLAGS) \
                    -DUKPROBE_VERSION='"$(VERSION)"' -DUKPROBE_LIBDIR='"$(LIBDIR)"'
 UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h) include/ukprobes.h
 

@@ -174,6 +174,13 @@ void arch_opt_batch_done(void);
 void arch_release_optimized(struct arch_optinsn *op, bool used);
 /** Bytes of code the jump covers (a probe inside them conflicts). */
 size_t arch_opt_region_len(const struct arch_optinsn *op);
+/** arch_opt_single() - the region is the probed instruction alone: no
+ *  thread can be inside it past its first byte, so patching it needs no
+ *  proof of where threads are. */
+bool arch_opt_single(const struct arch_optinsn *op);
+/** arch_opt_patchable_entry() - the region is a patchable function entry's
+ *  nop (-fpatchable-function-entry, -mnop-mcount): listed [FTRACE]. */
+bool arch_opt_patchable_entry(const struct arch_optinsn *op);
 /** Where a breakpoint hit on a prepared probe resumes (trap path). */
 uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op);
 /** The detour's memory, for quiescence checks. */
