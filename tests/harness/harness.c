@@ -142,7 +142,7 @@ static void add_val(char *buf, size_t n, size_t *len, const struct ukp_val *v)
 
 /* The message of a failed assertion: one write(), whole. */
 static void report(const char *file, int line, const char *expr, const struct ukp_val *v,
-		   const char *sa, const char *sb, int strings, const char *fmt, va_list ap)
+		   const char *const *strs, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	size_t len = 0;
@@ -156,11 +156,9 @@ static void report(const char *file, int line, const char *expr, const struct uk
 		addf(buf, sizeof(buf), &len, ", expected: ");
 		add_val(buf, sizeof(buf), &len, &v[1]);
 	}
-	if (strings) {
-		addf(buf, sizeof(buf), &len, "\n[----]   actual: ");
-		addf(buf, sizeof(buf), &len, sa ? "\"%s\"" : "%s", sa ? sa : "NULL");
-		addf(buf, sizeof(buf), &len, ", expected: ");
-		addf(buf, sizeof(buf), &len, sb ? "\"%s\"" : "%s", sb ? sb : "NULL");
+	for (int i = 0; strs && i < 2; i++) {
+		addf(buf, sizeof(buf), &len, i ? ", expected: " : "\n[----]   actual: ");
+		addf(buf, sizeof(buf), &len, strs[i] ? "\"%s\"" : "%s", strs[i] ? strs[i] : "NULL");
 	}
 	/* fmt is " " followed by the test's format, if any */
 	if (fmt[0] == ' ')
@@ -204,37 +202,14 @@ static __attribute__((noreturn)) void end_test(void)
 	exit(0);
 }
 
-void ukp_harness_fail(const char *file, int line, const char *expr, const struct ukp_val *v,
-		      const char *fmt, ...)
+void ukp_harness_fail(int fatal, const char *file, int line, const char *expr,
+		      const struct ukp_val *v, const char *const *strs, const char *fmt, ...)
 {
 	va_list ap;
 
 	__atomic_fetch_add(&ukp_harness_slot->failed, 1, __ATOMIC_SEQ_CST);
 	va_start(ap, fmt);
-	report(file, line, expr, v, NULL, NULL, 0, fmt, ap);
-	va_end(ap);
-}
-
-void ukp_harness_abort(const char *file, int line, const char *expr, const struct ukp_val *v,
-		       const char *fmt, ...)
-{
-	va_list ap;
-
-	__atomic_fetch_add(&ukp_harness_slot->failed, 1, __ATOMIC_SEQ_CST);
-	va_start(ap, fmt);
-	report(file, line, expr, v, NULL, NULL, 0, fmt, ap);
-	va_end(ap);
-	end_test();
-}
-
-void ukp_harness_str_fail(int fatal, const char *file, int line, const char *expr,
-			  const char *a, const char *b, const char *fmt, ...)
-{
-	va_list ap;
-
-	__atomic_fetch_add(&ukp_harness_slot->failed, 1, __ATOMIC_SEQ_CST);
-	va_start(ap, fmt);
-	report(file, line, expr, NULL, a, b, 1, fmt, ap);
+	report(file, line, expr, v, strs, fmt, ap);
 	va_end(ap);
 	if (fatal)
 		end_test();

@@ -87,12 +87,10 @@ struct ukp_val {
 
 void ukp_harness_register_test(struct ukp_test *t);
 void ukp_harness_register_suite(struct ukp_suite *s);
-void ukp_harness_fail(const char *file, int line, const char *expr, const struct ukp_val *v,
-		      const char *fmt, ...) __attribute__((format(printf, 5, 6), cold));
-void ukp_harness_abort(const char *file, int line, const char *expr, const struct ukp_val *v,
-		       const char *fmt, ...) __attribute__((format(printf, 5, 6), cold, noreturn));
-void ukp_harness_str_fail(int fatal, const char *file, int line, const char *expr,
-			  const char *a, const char *b, const char *fmt, ...)
+/* A failed assertion.  fatal: the test ends there (cr_assert*), else it
+ * goes on (cr_expect*); v: the two values compared, strs: the two strings. */
+void ukp_harness_fail(int fatal, const char *file, int line, const char *expr,
+		      const struct ukp_val *v, const char *const *strs, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8), cold));
 void ukp_harness_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void ukp_harness_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -134,15 +132,15 @@ void ukp_harness_log(int level, const char *fmt, ...) __attribute__((format(prin
 	} while (0)
 
 /* fatal 1: cr_assert (ends the test), 0: cr_expect (goes on). */
-#define UKP_FAIL_1_ ukp_harness_abort
-#define UKP_FAIL_0_ ukp_harness_fail
+#define UKP_FAIL_1_(...) (ukp_harness_fail(1, __VA_ARGS__), __builtin_unreachable())
+#define UKP_FAIL_0_(...) ukp_harness_fail(0, __VA_ARGS__)
 /* The optional message: "" __VA_ARGS__ is the format, or a lone " " (the
  * leading space is dropped; an empty format would warn). */
 #define UKP_CHECK_(fatal, cond, expr, ...)						\
 	do {										\
 		UKP_HERE_();								\
 		if (__builtin_expect(!(cond), 0))					\
-			UKP_FAIL_##fatal##_(__FILE__, __LINE__, expr, NULL, " " __VA_ARGS__); \
+			UKP_FAIL_##fatal##_(__FILE__, __LINE__, expr, NULL, NULL, " " __VA_ARGS__); \
 	} while (0)
 
 static inline struct ukp_val ukp_val_i_(long long v) { struct ukp_val r = { .kind = 'i', .i = v }; return r; }
@@ -160,30 +158,32 @@ static inline struct ukp_val ukp_val_p_(const volatile void *v) { struct ukp_val
 
 /* A comparison: each side evaluated once, compared with the same operator
  * and conversions as (a) op (b).  The copies make constants variables, so
- * the sign-compare warning that (a) op (b) would not give is silenced. */
+ * the sign-compare warning that (a) op (b) would not give is silenced; they
+ * are volatile for the tests that call sigsetjmp() (-Wclobbered). */
 #define UKP_CMP_(fatal, op, a, b, ...)							\
 	do {										\
 		_Pragma("GCC diagnostic push")						\
 		_Pragma("GCC diagnostic ignored \"-Wsign-compare\"")			\
-		__auto_type ukp_a_ = (a);						\
-		__auto_type ukp_b_ = (b);						\
+		volatile __auto_type ukp_a_ = (a);					\
+		volatile __auto_type ukp_b_ = (b);					\
 		UKP_HERE_();								\
 		if (__builtin_expect(!(ukp_a_ op ukp_b_), 0)) {				\
 			struct ukp_val ukp_v_[2] = { UKP_VAL_(ukp_a_), UKP_VAL_(ukp_b_) }; \
 			UKP_FAIL_##fatal##_(__FILE__, __LINE__, "(" #a ") " #op " (" #b ")", \
-					    ukp_v_, " " __VA_ARGS__);			\
+					    ukp_v_, NULL, " " __VA_ARGS__);		\
 		}									\
 		_Pragma("GCC diagnostic pop")						\
 	} while (0)
 
 #define UKP_STR_(fatal, op, a, b, ...)							\
 	do {										\
-		const char *ukp_a_ = (a), *ukp_b_ = (b);				\
+		const char *ukp_s_[2] = { (a), (b) };					\
 		UKP_HERE_();								\
-		if (__builtin_expect(!ukp_a_ || !ukp_b_ || !(strcmp(ukp_a_, ukp_b_) op 0), 0)) \
-			ukp_harness_str_fail(fatal, __FILE__, __LINE__,			\
-					     "(" #a ") " #op " (" #b ") (as strings)",	\
-					     ukp_a_, ukp_b_, " " __VA_ARGS__);		\
+		if (__builtin_expect(!ukp_s_[0] || !ukp_s_[1] ||			\
+				     !(strcmp(ukp_s_[0], ukp_s_[1]) op 0), 0))		\
+			UKP_FAIL_##fatal##_(__FILE__, __LINE__,				\
+					    "(" #a ") " #op " (" #b ") (as strings)",	\
+					    NULL, ukp_s_, " " __VA_ARGS__);		\
 	} while (0)
 
 #define UKP_PTR_(fatal, op, p, ...)							\
@@ -193,7 +193,7 @@ static inline struct ukp_val ukp_val_p_(const volatile void *v) { struct ukp_val
 		if (__builtin_expect(!(ukp_p_ op NULL), 0)) {				\
 			struct ukp_val ukp_v_[2] = { ukp_val_p_(ukp_p_), ukp_val_p_(NULL) }; \
 			UKP_FAIL_##fatal##_(__FILE__, __LINE__, "(" #p ") " #op " NULL",	\
-					    ukp_v_, " " __VA_ARGS__);			\
+					    ukp_v_, NULL, " " __VA_ARGS__);		\
 		}									\
 	} while (0)
 
