@@ -34,6 +34,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 BINDIR     ?= $(PREFIX)/bin
 
+.DEFAULT_GOAL := all
+
 # The target architecture: the host's unless given on the command line (an
 # ARCH in the environment, as kernel builds set it, is not taken).
 HOST_ARCH  := $(shell uname -m)
