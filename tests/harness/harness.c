@@ -265,6 +265,9 @@ struct run {
 };
 
 static struct run *running;	/* opt.jobs entries */
+/* The selected tests, the disabled ones (globals: a test's process exits
+ * with them still reachable, for LeakSanitizer's sake). */
+static struct ukp_test **all, **disabled;
 static sigset_t parent_mask;	/* SIGCHLD blocked: sigtimedwait() */
 static sigset_t orig_mask;
 static struct sigaction orig_int, orig_term, orig_hup;
@@ -642,8 +645,8 @@ int main(int argc, char **argv)
 	parse(argc, argv);
 
 	/* The tests, sorted by suite and name, and the selection. */
-	struct ukp_test **all = calloc(ntests ? ntests : 1, sizeof(*all));
-	struct ukp_test **disabled = calloc(ntests ? ntests : 1, sizeof(*disabled));
+	all = calloc(ntests ? ntests : 1, sizeof(*all));
+	disabled = calloc(ntests ? ntests : 1, sizeof(*disabled));
 	size_t n = 0, nsel = 0, ndis = 0;
 
 	for (struct ukp_test *t = tests; t; t = t->next)
