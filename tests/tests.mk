@@ -91,15 +91,16 @@ SMOKE_DIR    := $(B)/smoke
 SMOKE_CRIT   := $(if $(and $(filter-out 0,$(CROSS_HAVE_CRITERION)),$(if $(QEMU),,yes)),$(SMOKE_DIR)/selftest-criterion)
 SMOKE_LIBS   := $(if $(filter 0,$(CROSS_HAVE_LIBELF)),,-DSMOKE_LIBS -lelf -lz)
 
-$(SMOKE_DIR)/selftest: tests/harness/selftest.c tests/harness/harness.c tests/harness/ukp_harness.h tests/support/ukp_test.h
+# (built again when the cross settings change, e.g. a sysroot that gained libelf)
+$(SMOKE_DIR)/selftest: tests/harness/selftest.c tests/harness/harness.c tests/harness/ukp_harness.h tests/support/ukp_test.h $(CROSS_MK)
 	@mkdir -p $(dir $@)
 	$(CC) $(SMOKE_CFLAGS) -DUKP_TEST_HARNESS -o $@ tests/harness/selftest.c tests/harness/harness.c $(CROSS_LDFLAGS) -lpthread
 
-$(SMOKE_DIR)/selftest-criterion: tests/harness/selftest.c tests/support/ukp_test.h
+$(SMOKE_DIR)/selftest-criterion: tests/harness/selftest.c tests/support/ukp_test.h $(CROSS_MK)
 	@mkdir -p $(dir $@)
 	$(CC) $(SMOKE_CFLAGS) -o $@ $< $(CROSS_LDFLAGS) -lcriterion -lpthread
 
-$(SMOKE_DIR)/%: tests/harness/%.c
+$(SMOKE_DIR)/%: tests/harness/%.c $(CROSS_MK)
 	@mkdir -p $(dir $@)
 	$(CC) $(SMOKE_CFLAGS) -o $@ $< $(CROSS_LDFLAGS) $(if $(filter hello,$*),$(SMOKE_LIBS))
 
