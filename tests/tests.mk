@@ -88,7 +88,7 @@ check: deps
 # and zlib, and the code-patching probe, each built for ARCH and run there.
 SMOKE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -O2 -g $(SANFLAGS) $(CROSS_CFLAGS)
 SMOKE_DIR    := $(B)/smoke
-SMOKE_CRIT   := $(if $(and $(filter-out 0,$(CROSS_HAVE_CRITERION)),$(if $(QEMU),,yes)),$(SMOKE_DIR)/selftest-criterion)
+SMOKE_CRIT   := $(if $(or $(filter 0,$(CROSS_HAVE_CRITERION)),$(QEMU)),,$(SMOKE_DIR)/selftest-criterion)
 SMOKE_LIBS   := $(if $(filter 0,$(CROSS_HAVE_LIBELF)),,-DSMOKE_LIBS -lelf -lz)
 
 # (built again when the cross settings change, e.g. a sysroot that gained libelf)
