@@ -9,7 +9,7 @@
  * Handlers installed before or after registration, with sigaction() or
  * signal(), are all called.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
