@@ -95,11 +95,11 @@ $(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
 
 $(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
                    $(B)/tests/tool-progs/static-printenv \
-                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
+                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT) $(TEST_HARNESS_OBJ) $(TEST_HARNESS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) \
+	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) $(TEST_HARNESS_CFLAGS) \
 	      -DUKP_BUILD_DIR='"$(abspath $(B))"' -DUKP_SRC_DIR='"$(abspath .)"' \
-	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< -lcriterion
+	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< $(TEST_HARNESS_LIBS)
 
 tool-tests: tool $(UKP_TPROGS) $(UKP_TTESTS)
 

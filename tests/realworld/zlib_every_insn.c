@@ -29,7 +29,7 @@
  * A second test does the same for crc32_z() and adler32_z() with a small
  * workload of odd lengths and alignments.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -16,7 +16,7 @@
  *
  * Handlers never assert: they count errors, the test checks the counts.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>

@@ -9,7 +9,7 @@
  * Other code (Criterion, libc itself) may call these functions too, so the
  * handlers count only hits on the test thread while a window is open.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>

@@ -13,7 +13,7 @@
  * them and says so; a fault that follows a hit that went to such a handler
  * says so on standard error.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>

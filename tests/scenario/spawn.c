@@ -12,7 +12,7 @@
  * it are counted, and the parent's per-thread probe state (which the child
  * shares, TLS included) is the same afterwards.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

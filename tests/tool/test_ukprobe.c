@@ -9,7 +9,7 @@
  * and exit status against an untraced run, the event counts where they are
  * known, and the summaries.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
