@@ -1,7 +1,8 @@
 # packaging/packaging.mk - install, pkg-config file, ABI check.
 #
 #   make install PREFIX=/usr DESTDIR=/tmp/stage
-#   make check-abi      exported symbols of the shared library vs src/ukprobes.map
+#   make check-abi      exported symbols of the shared library vs the version
+#                       script (src/arch/$(ARCH)/libc.map + src/ukprobes.map)
 #
 # Installs:
 #   $(INCLUDEDIR)/ukprobes.h, $(INCLUDEDIR)/ukprobes/asm/ptrace.h (the
@@ -54,8 +55,8 @@ uninstall: uninstall-man
 	      $(DESTDIR)$(LIBDIR)/libukprobes.so $(DESTDIR)$(LIBDIR)/libukprobes.a \
 	      $(DESTDIR)$(PKGCONFIGDIR)/ukprobes.pc
 
-check-abi: lib
-	@bash tests/abi/check_abi.sh $(LIB_SO) src/ukprobes.map
+check-abi: lib $(B)/ukprobes.map
+	@bash tests/abi/check_abi.sh $(LIB_SO) $(B)/ukprobes.map
 
 FORCE:
 .PHONY: install uninstall check-abi FORCE

@@ -160,7 +160,9 @@ static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ft
  * How many points with a detour (prepared or optimized) start in each page,
  * by a hash of the page (collisions only cost a search that finds
  * nothing): registering 10,000 probes then asks the point table about
- * 31 bytes before each only where a region may be.  ukp_kprobe_mutex.
+ * UKP_ARCH_MAX_REGION bytes before each only where a region may be.
+ * The buckets are 4 KiB of code whatever the page size: only a grain.
+ * ukp_kprobe_mutex.
  */
 #define OPT_PAGE_BUCKETS 4096u
 static atomic_uint ukp_opt_in_page[OPT_PAGE_BUCKETS];
@@ -468,7 +470,7 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
 	bool gpr = ukp_point_gpr_only(pt), prime = ukp_point_has_kretprobe(pt);
-	uint8_t quick[32];
+	uint8_t quick[UKP_ARCH_MAX_REGION];
 	const uint8_t *code;
 	size_t len = sizeof(quick);
 	int err;
