@@ -77,22 +77,31 @@ HARNESS    := $(if $(QEMU),ours,$(if $(filter 0,$(CROSS_HAVE_CRITERION)),ours,cr
 endif
 
 # What the port to ARCH builds (src/arch/ARCH/arch.mk): ARCH_SRCS,
-# ARCH_ASMS, ARCH_LIBS, ARCH_GPR_CFLAGS.
+# ARCH_ASMS, ARCH_LIBS, ARCH_GPR_CFLAGS, ARCH_OPTPROBES.
 ARCH_MK    := $(wildcard src/arch/$(ARCH)/arch.mk)
 ifneq ($(ARCH_MK),)
 include $(ARCH_MK)
 endif
 
+# The public header, and the architecture's part of it (<ukprobes/asm/ptrace.h>).
+UKP_INC    := -Iinclude -Iinclude/arch/$(ARCH)
 WARN       := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 CFLAGS     ?= -O2 -g
 LIB_CFLAGS := -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
-              -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(DEBUGFLAGS) $(CFLAGS) $(CROSS_CFLAGS)
+              $(UKP_INC) -Isrc -Isrc/arch -Isrc/arch/$(ARCH) $(SANFLAGS) $(DEBUGFLAGS) $(CFLAGS) $(CROSS_CFLAGS)
 LIB_LIBS   := $(ARCH_LIBS) -lelf -lpthread -ldl
 
-LIB_SRCS   := $(wildcard src/*.c) $(ARCH_SRCS)
+# The jump optimizer is built where the port has optimized probes
+# (ARCH_OPTPROBES := y in its arch.mk); elsewhere every probe traps.
+OPT_SRCS   := src/optprobes.c src/opt_callback_gpr.c
+ifeq ($(ARCH_OPTPROBES),y)
+LIB_SRCS   := $(filter-out src/optprobes_none.c,$(wildcard src/*.c)) $(ARCH_SRCS)
+else
+LIB_SRCS   := $(filter-out $(OPT_SRCS),$(wildcard src/*.c)) $(ARCH_SRCS)
+endif
 LIB_ASMS   := $(ARCH_ASMS)
 LIB_OBJS   := $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.S,$(B)/%.o,$(LIB_ASMS))
-LIB_HDRS   := include/ukprobes.h $(wildcard src/*.h) $(wildcard src/arch/*.h) $(wildcard src/arch/$(ARCH)/*.h)
+LIB_HDRS   := include/ukprobes.h include/arch/$(ARCH)/ukprobes/asm/ptrace.h $(wildcard src/*.h) $(wildcard src/arch/*.h) $(wildcard src/arch/$(ARCH)/*.h)
 
 SONAME     := libukprobes.so.$(SOVERSION)
 LIB_SO     := $(B)/libukprobes.so.$(VERSION)
@@ -123,8 +132,13 @@ $(B)/%_gpr.o: %_gpr.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $(ARCH_GPR_CFLAGS) -fno-tree-loop-distribute-patterns -fno-sanitize=all -c $< -o $@
 
-$(LIB_SO): $(LIB_OBJS) src/ukprobes.map
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/ukprobes.map \
+# The version script: the port's libc version nodes, then the API's.
+$(B)/ukprobes.map: src/arch/$(ARCH)/libc.map src/ukprobes.map
+	@mkdir -p $(dir $@)
+	cat $^ > $@
+
+$(LIB_SO): $(LIB_OBJS) $(B)/ukprobes.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(B)/ukprobes.map \
 	      -Wl,-z,now -Wl,-z,noexecstack -Wl,--no-undefined $(SANFLAGS) -o $@ $(LIB_OBJS) \
 	      $(CROSS_LDFLAGS) $(LIB_LIBS)
 

@@ -6,7 +6,7 @@
  *
  *  - the trap path's read sections: sleepable RCU with two counters, as
  *    SRCU (a reader adds one to the counter of the current phase with a
- *    locked add, a full barrier on x86 that orders its later loads of the
+ *    sequentially consistent add, which orders its later loads of the
  *    probe tables; a writer flips the phase and waits for the old counter
  *    to drain, twice, so a reader that read the phase just before a flip is
  *    waited for too; readers arriving meanwhile never starve the writer);

@@ -84,6 +84,10 @@ struct ukp_qs_rec {
 
 extern struct ukp_qs_rec *_Atomic ukp_qs_recs;
 
+/* The detour path's code in which a thread may not have counted itself
+ * yet (the callback, the claim): writers prove no thread is there. */
+#define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
+
 /* This thread's record, claimed the first time (NULL: none left). */
 struct ukp_qs_rec *ukp_qs_claim(void);
 /* After fork(): this thread's record was cleared with all the others. */

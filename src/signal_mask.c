@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "arch_libc.h"
 #include "trap.h"
 
 static __thread bool ukp_app_blocks_trap __attribute__((tls_model("initial-exec")));
@@ -150,13 +151,13 @@ static int ukp_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 UKP_INTERPOSER(ukp_pthread_sigmask);
 
 /* Programs built against glibc >= 2.32 call pthread_sigmask@GLIBC_2.32,
- * older ones @GLIBC_2.2.5: answer both. */
+ * older ones the architecture's first version: answer both. */
 UKP_API int ukp_pthread_sigmask_232(int how, const sigset_t *set, sigset_t *old)
 	__attribute__((alias("ukp_pthread_sigmask")));
-UKP_API int ukp_pthread_sigmask_225(int how, const sigset_t *set, sigset_t *old)
+UKP_API int ukp_pthread_sigmask_base(int how, const sigset_t *set, sigset_t *old)
 	__attribute__((alias("ukp_pthread_sigmask")));
 __asm__(".symver ukp_pthread_sigmask_232, pthread_sigmask@@GLIBC_2.32");
-__asm__(".symver ukp_pthread_sigmask_225, pthread_sigmask@GLIBC_2.2.5");
+__asm__(".symver ukp_pthread_sigmask_base, pthread_sigmask@" UKP_GLIBC_BASE);
 
 /* A handler's sa_mask must not block SIGTRAP either (signal_chain.c). */
 void ukp_mask_strip_trap(struct sigaction *act)

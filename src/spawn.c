@@ -74,6 +74,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "arch_libc.h"
 #include "spawn_req.h"
 #include "trap.h"
 
@@ -81,7 +82,7 @@
  * clone()'s own few bytes. */
 #define UKP_SPAWN_STACK		(128 * 1024)
 #define UKP_SPAWN_GAP		8192
-#define UKP_PAGE		4096ul
+#define UKP_PAGE		((uintptr_t)UKP_ARCH_PAGE_SIZE)
 /* The main thread's stack below __libc_stack_end holds more than its
  * frames (auxv, the environment strings live above it): a margin. */
 #define UKP_MAIN_STACK_SLACK	(256 * 1024)
@@ -293,7 +294,7 @@ static void ukp_child_exec_one(const struct ukp_spawn_args *a, const char *path,
 }
 
 /* A file the kernel would not run (ENOEXEC): /bin/sh reads it, for the
- * GLIBC_2.2.5 versions of posix_spawn() and posix_spawnp(). */
+ * first versions of posix_spawn() and posix_spawnp() (UKP_GLIBC_BASE). */
 static void ukp_child_exec_script(const struct ukp_spawn_args *a, const char *file)
 {
 	char *const *argv = a->req->argv;
@@ -443,7 +444,8 @@ static bool ukp_stack_usable(uintptr_t low, uintptr_t high)
 /* clone() with the child's stack below this frame, or on @own. */
 static __attribute__((noinline)) pid_t ukp_spawn_clone(struct ukp_spawn_args *a, char *own)
 {
-	uintptr_t top = ((uintptr_t)__builtin_frame_address(0) - UKP_SPAWN_GAP) & ~(uintptr_t)15;
+	uintptr_t top = ((uintptr_t)__builtin_frame_address(0) - UKP_SPAWN_GAP) &
+			~(uintptr_t)(UKP_ARCH_STACK_ALIGN - 1);
 
 	if (!own && !ukp_stack_usable(top - UKP_SPAWN_STACK, top))
 		return -2;
@@ -766,61 +768,79 @@ glibc:
 	return next(pid, file, fa, attr, argv, envp);
 }
 
-static ukp_spawn_fn _Atomic ukp_next_spawn_215, ukp_next_spawn_225,
-	ukp_next_spawnp_215, ukp_next_spawnp_225;
+/*
+ * The versions of posix_spawn() and posix_spawnp() this architecture's
+ * glibc has (arch_libc.h): its first ones, which run /bin/sh on a file the
+ * kernel will not run (ENOEXEC), and on some architectures later ones
+ * (@@GLIBC_2.15 on x86-64 and i386) that do not.
+ */
+static ukp_spawn_fn _Atomic ukp_next_spawn_base, ukp_next_spawnp_base;
 
-static int ukp_posix_spawn_215(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+static int ukp_posix_spawn_base(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+				const posix_spawnattr_t *attr, char *const argv[],
+				char *const envp[])
+{
+	return ukp_posix_spawn_as(pid, path, fa, attr, argv, envp, false, UKP_GLIBC_SPAWN_NEW,
+				  ukp_next_spawn(&ukp_next_spawn_base, "posix_spawn",
+						 UKP_GLIBC_SPAWN_NEW ? UKP_GLIBC_BASE : NULL));
+}
+
+static int ukp_posix_spawnp_base(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+				 const posix_spawnattr_t *attr, char *const argv[],
+				 char *const envp[])
+{
+	return ukp_posix_spawn_as(pid, file, fa, attr, argv, envp, true, UKP_GLIBC_SPAWN_NEW,
+				  ukp_next_spawn(&ukp_next_spawnp_base, "posix_spawnp",
+						 UKP_GLIBC_SPAWN_NEW ? UKP_GLIBC_BASE : NULL));
+}
+
+UKP_INTERPOSER(ukp_posix_spawn_base);
+UKP_INTERPOSER(ukp_posix_spawnp_base);
+
+#if UKP_GLIBC_SPAWN_NEW
+static ukp_spawn_fn _Atomic ukp_next_spawn_new, ukp_next_spawnp_new;
+
+static int ukp_posix_spawn_new(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			       const posix_spawnattr_t *attr, char *const argv[],
 			       char *const envp[])
 {
 	return ukp_posix_spawn_as(pid, path, fa, attr, argv, envp, false, false,
-				  ukp_next_spawn(&ukp_next_spawn_215, "posix_spawn", NULL));
+				  ukp_next_spawn(&ukp_next_spawn_new, "posix_spawn", NULL));
 }
 
-static int ukp_posix_spawn_225(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-			       const posix_spawnattr_t *attr, char *const argv[],
-			       char *const envp[])
-{
-	return ukp_posix_spawn_as(pid, path, fa, attr, argv, envp, false, true,
-				  ukp_next_spawn(&ukp_next_spawn_225, "posix_spawn", "GLIBC_2.2.5"));
-}
-
-static int ukp_posix_spawnp_215(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+static int ukp_posix_spawnp_new(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 				const posix_spawnattr_t *attr, char *const argv[],
 				char *const envp[])
 {
 	return ukp_posix_spawn_as(pid, file, fa, attr, argv, envp, true, false,
-				  ukp_next_spawn(&ukp_next_spawnp_215, "posix_spawnp", NULL));
+				  ukp_next_spawn(&ukp_next_spawnp_new, "posix_spawnp", NULL));
 }
 
-static int ukp_posix_spawnp_225(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
-				const posix_spawnattr_t *attr, char *const argv[],
-				char *const envp[])
-{
-	return ukp_posix_spawn_as(pid, file, fa, attr, argv, envp, true, true,
-				  ukp_next_spawn(&ukp_next_spawnp_225, "posix_spawnp", "GLIBC_2.2.5"));
-}
-
-/* Programs built against glibc >= 2.15 call the @@GLIBC_2.15 versions; the
- * older ones run /bin/sh on a file the kernel will not run (ENOEXEC). */
-UKP_API int ukp_posix_spawn_v215(pid_t *, const char *, const posix_spawn_file_actions_t *,
+UKP_API int ukp_posix_spawn_vnew(pid_t *, const char *, const posix_spawn_file_actions_t *,
 				 const posix_spawnattr_t *, char *const[], char *const[])
-	__attribute__((alias("ukp_posix_spawn_215")));
-UKP_API int ukp_posix_spawn_v225(pid_t *, const char *, const posix_spawn_file_actions_t *,
-				 const posix_spawnattr_t *, char *const[], char *const[])
-	__attribute__((alias("ukp_posix_spawn_225")));
-UKP_API int ukp_posix_spawnp_v215(pid_t *, const char *, const posix_spawn_file_actions_t *,
+	__attribute__((alias("ukp_posix_spawn_new")));
+UKP_API int ukp_posix_spawnp_vnew(pid_t *, const char *, const posix_spawn_file_actions_t *,
 				  const posix_spawnattr_t *, char *const[], char *const[])
-	__attribute__((alias("ukp_posix_spawnp_215")));
-UKP_API int ukp_posix_spawnp_v225(pid_t *, const char *, const posix_spawn_file_actions_t *,
-				  const posix_spawnattr_t *, char *const[], char *const[])
-	__attribute__((alias("ukp_posix_spawnp_225")));
-__asm__(".symver ukp_posix_spawn_v215, posix_spawn@@GLIBC_2.15");
-__asm__(".symver ukp_posix_spawn_v225, posix_spawn@GLIBC_2.2.5");
-__asm__(".symver ukp_posix_spawnp_v215, posix_spawnp@@GLIBC_2.15");
-__asm__(".symver ukp_posix_spawnp_v225, posix_spawnp@GLIBC_2.2.5");
+	__attribute__((alias("ukp_posix_spawnp_new")));
+__asm__(".symver ukp_posix_spawn_vnew, posix_spawn@@" UKP_GLIBC_SPAWN_NEW_VERSION);
+__asm__(".symver ukp_posix_spawnp_vnew, posix_spawnp@@" UKP_GLIBC_SPAWN_NEW_VERSION);
+UKP_INTERPOSER(ukp_posix_spawn_new);
+UKP_INTERPOSER(ukp_posix_spawnp_new);
 
-UKP_INTERPOSER(ukp_posix_spawn_215);
-UKP_INTERPOSER(ukp_posix_spawn_225);
-UKP_INTERPOSER(ukp_posix_spawnp_215);
-UKP_INTERPOSER(ukp_posix_spawnp_225);
+UKP_API int ukp_posix_spawn_vbase(pid_t *, const char *, const posix_spawn_file_actions_t *,
+				  const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("ukp_posix_spawn_base")));
+UKP_API int ukp_posix_spawnp_vbase(pid_t *, const char *, const posix_spawn_file_actions_t *,
+				   const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("ukp_posix_spawnp_base")));
+__asm__(".symver ukp_posix_spawn_vbase, posix_spawn@" UKP_GLIBC_BASE);
+__asm__(".symver ukp_posix_spawnp_vbase, posix_spawnp@" UKP_GLIBC_BASE);
+#else
+/* One version: the base one is the default. */
+UKP_API int posix_spawn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("ukp_posix_spawn_base")));
+UKP_API int posix_spawnp(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			 const posix_spawnattr_t *, char *const[], char *const[])
+	__attribute__((alias("ukp_posix_spawnp_base")));
+#endif

@@ -893,38 +893,38 @@ static int bl_add_section(struct object *o, struct blvec *b)
 }
 
 /*
- * The signal return trampoline, "mov $15,%rax; syscall" (rt_sigreturn).
- * It is local: only in a .symtab, which distributions strip from libc.
- * The kernel's signal delivery returns through it, so a probe there would
- * trap with every handler's return.
+ * The signal return trampoline (rt_sigreturn), by its name or, since it is
+ * local (only in a .symtab, which distributions strip from libc), by its
+ * code: the port says both (arch_sigreturn_trampoline()).  The kernel's
+ * signal delivery returns through it, so a probe there would trap with
+ * every handler's return.
  */
 static int bl_add_restore_rt(struct object *o, struct blvec *b)
 {
-	static const unsigned char code[] = {
-		0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05
-	};
-	const struct esym *s = image_find(o->img, "__restore_rt", NULL, false);
+	const struct arch_sigreturn *sr = arch_sigreturn_trampoline();
 	unsigned int i;
 
-	if (s)
-		return bl_push(b, o->bias + s->value,
-			       o->bias + s->value + (s->size ? s->size :
-						     sizeof(code)),
-			       "__restore_rt");
+	if (!sr)
+		return 0;	/* not in libc on this architecture (a vDSO) */
+	for (i = 0; sr->names[i]; i++) {
+		const struct esym *s = image_find(o->img, sr->names[i], NULL, false);
+
+		if (s)
+			return bl_push(b, o->bias + s->value,
+				       o->bias + s->value + (s->size ? s->size : sr->len),
+				       sr->names[i]);
+	}
 	for (i = 0; i < o->nsegs; i++) {
 		const struct seg *g = &o->segs[i];
 		const unsigned char *p;
 
 		if (!g->exec)
 			continue;
-		p = memmem((const void *)g->start, g->end - g->start, code,
-			   sizeof(code));
+		p = memmem((const void *)g->start, g->end - g->start, sr->code, sr->len);
 		if (p)
-			return bl_push(b, (uintptr_t)p,
-				       (uintptr_t)p + sizeof(code),
-				       "__restore_rt");
+			return bl_push(b, (uintptr_t)p, (uintptr_t)p + sr->len, sr->names[0]);
 	}
-	pr_warn("__restore_rt not found in %s\n", o->img->path);
+	pr_warn("%s not found in %s\n", sr->names[0], o->img->path);
 	return 0;
 }
 
@@ -1306,17 +1306,6 @@ static int ifunc_prepare(struct ifunc_req *r, const struct object *o,
 	return 0;
 }
 
-/*
- * Call the resolver as the dynamic linker does on x86-64 (no arguments),
- * for the IFUNCs that dlsym() cannot see.
- */
-static uintptr_t ifunc_call_resolver(uintptr_t resolver)
-{
-	void *(*fn)(void) = (void *(*)(void))resolver;
-
-	return (uintptr_t)fn();
-}
-
 /* The implementation chosen for @r; 0 if the object went away. */
 static uintptr_t ifunc_resolve(const struct ifunc_req *r)
 {
@@ -1333,7 +1322,7 @@ static uintptr_t ifunc_resolve(const struct ifunc_req *r)
 		impl = (uintptr_t)(r->version ? dlvsym(h, r->name, r->version) :
 						dlsym(h, r->name));
 	if (!impl)
-		impl = ifunc_call_resolver(r->resolver);
+		impl = arch_call_ifunc_resolver(r->resolver);
 	dlclose(h);
 	dlerror();
 	return impl;

@@ -69,7 +69,7 @@ static int ukp_call_handler(struct ukp_kcb *kcb, struct kprobe *p,
 NOKPROBE_SYMBOL(ukp_call_handler);
 
 /* Pre handlers of every enabled probe at @pt; non-zero when one asks to
- * resume at regs->ip without executing the instruction (as the kernel's
+ * resume at instruction_pointer(regs) without executing the instruction (as the kernel's
  * aggr_pre_handler stops at the first that returns non-zero). */
 int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 			 struct pt_regs *regs)
@@ -123,7 +123,7 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 	/* Being optimized: the region must not be entered past its first
 	 * byte any more, so the detour's copy runs it. */
 	if (!need_post && (detour = ukp_opt_resume_ip(pt))) {
-		regs->ip = detour;
+		instruction_pointer_set(regs, detour);
 		arch_regs_to_uc(regs, uc);
 		return;
 	}
@@ -183,7 +183,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	int redirect;
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = bp;
+	instruction_pointer_set(&regs, bp);
 
 	if (kcb->depth || kcb->internal) {
 		/* Reentered from a handler: run no handlers, count the miss,
@@ -192,10 +192,11 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 		 * runs no handler and misses nothing. */
 		if (!kcb->internal)
 			ukp_inc_nmissed(pt);
-		if (!(regs.ip = ukp_opt_resume_ip(pt))) {
-			regs.ip = bp;
+		uintptr_t detour = ukp_opt_resume_ip(pt);
+
+		instruction_pointer_set(&regs, detour ? detour : bp);
+		if (!detour)
 			arch_execute(pt, &regs, false, &step_trap, &copy);
-		}
 		arch_regs_to_uc(&regs, uc);
 		return;
 	}
@@ -208,7 +209,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	redirect = ukp_run_pre_handlers(kcb, pt, &regs);
 	kcb->uc = NULL;
 	if (redirect) {
-		arch_regs_to_uc(&regs, uc);	/* resume at regs.ip */
+		arch_regs_to_uc(&regs, uc);	/* resume at its ip */
 		return;
 	}
 	ukp_execute_insn(kcb, pt, uc, &regs);
@@ -316,7 +317,7 @@ NOKPROBE_SYMBOL(ukp_try_fault_handlers);
  * The probed instruction faulted while running out of line (copy at
  * @copy_ip, original at @addr).  The probe's fault_handler may take it;
  * otherwise the program sees the fault at the original address, as the
- * kernel resets regs->ip to the probe address.
+ * kernel resets the instruction pointer to the probe address.
  */
 static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 			   uintptr_t addr, siginfo_t *info, ucontext_t *uc)
@@ -330,7 +331,7 @@ static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 		info->si_addr = (void *)(addr + ((uintptr_t)info->si_addr - copy));
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = addr;
+	instruction_pointer_set(&regs, addr);
 	if (pt && !kcb->depth &&
 	    (atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT) &&
 	    ukp_try_fault_handlers(kcb, pt, &regs, arch_uc_trapnr(uc))) {

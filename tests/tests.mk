@@ -11,7 +11,10 @@
 #   tests/scenario/NAME.c   -> $(B)/tests/scenario/NAME   linked with the
 #   tests/realworld/NAME.c  -> $(B)/tests/realworld/NAME  shared library (API only)
 #   tests/support/*.c *.S   -> linked into every test program (targets,
-#                              helpers); NAME.S beside NAME.c is linked too.
+#                              helpers)
+#   tests/arch/ARCH/NAME.S  -> the architecture's targets for NAME.c (the
+#                              code NAME.c probes, by labels every port's
+#                              NAME.S defines), linked with it
 
 ifeq ($(HARNESS),ours)
 TEST_HARNESS_CFLAGS := -DUKP_TEST_HARNESS
@@ -25,8 +28,8 @@ endif
 # Newer than every test program built with the other harness.
 TEST_HARNESS_STAMP  := $(B)/tests/harness-$(HARNESS).stamp
 
-TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE $(DEBUGFLAGS) -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
-                -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once \
+TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE $(DEBUGFLAGS) $(UKP_INC) -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
+                -Itests/support -Itests/arch/$(ARCH) $(SANFLAGS) -O1 -g -fno-inline-functions-called-once \
                 $(TEST_HARNESS_CFLAGS) $(CROSS_CFLAGS)
 TEST_LIBS    := $(TEST_HARNESS_LIBS) $(CROSS_LDFLAGS) -lz -lpthread -ldl -lm
 SUPPORT_SRCS := $(wildcard tests/support/*.c) $(wildcard tests/support/*.S)
@@ -54,8 +57,8 @@ $(B)/tests/support/%.o: tests/support/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -c $< -o $@
 
-# A test's own assembly (NAME.S next to NAME.c), if any.
-test_asm = $(wildcard $(basename $(1)).S)
+# A test's own assembly for this architecture (tests/arch/ARCH/NAME.S).
+test_asm = $(wildcard tests/arch/$(ARCH)/$(notdir $(basename $(1))).S)
 
 .SECONDEXPANSION:
 $(B)/tests/unit/%: tests/unit/%.c $$(call test_asm,tests/unit/%.c) $(LIB_OBJS) $(SUPPORT_OBJS) $(wildcard tests/support/*.h) $(TEST_HARNESS_OBJ) $(TEST_HARNESS_STAMP)

@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../../include/ukprobes.h"
+#include <ukprobes.h>
 
 static volatile int traps, hits;
 
