@@ -88,6 +88,7 @@ deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
 
 -include tests/tests.mk
+-include tests/fuzz/fuzz.mk
 -include bench/bench.mk
 -include samples/samples.mk
 -include man/man.mk

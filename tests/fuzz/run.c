@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: MIT
+/*
+ * run.c - running one case in every mode, each in a child process of its
+ * own (a crash or a hang is a finding, not the end of the fuzzer), and
+ * comparing each with the native run.
+ *
+ * The parent never registers a probe: each child starts from the clean
+ * library state fork() gives it.  The parent writes the sequence into
+ * fuzz_arena (RW, write, RX: never writable and executable at once) before
+ * forking; the children set up the data and run.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+
+#define X86_TF	0x100ul
+#define CHILD_TIMEOUT	20	/* seconds */
+
+const char *const fuzz_mode_name[FM_COUNT] = {
+	[FM_NATIVE] = "native", [FM_TRACE] = "trace", [FM_BOOST] = "boost",
+	[FM_STEP] = "step", [FM_OPT_ALL] = "opt-all", [FM_OPT_SPARSE] = "opt-sparse",
+	[FM_OPT_GPR] = "opt-gpr",
+};
+
+/* One per mode, and a spare for minimizing. */
+static struct fuzz_result *results;
+#define SPARE FM_COUNT
+
+int fuzz_init(void)
+{
+	void *p = mmap(NULL, sizeof(struct fuzz_result) * (FM_COUNT + 1),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	results = p;
+	/* Load the symbol tables of every object once, here: each child
+	 * inherits them instead of reading them again (tens of ms).  No
+	 * probe is registered in this process, ever. */
+	{
+		FILE *null = fopen("/dev/null", "w");
+
+		if (null) {
+			ukprobes_print_blacklist(null);
+			fclose(null);
+		}
+	}
+	return 0;
+}
+
+static int write_arena(const struct fuzz_seq *s)
+{
+	if (mprotect(fuzz_arena, FUZZ_ARENA_SIZE, PROT_READ | PROT_WRITE))
+		return -errno;
+	memcpy(fuzz_arena, s->code, FUZZ_ARENA_SIZE);
+	if (mprotect(fuzz_arena, FUZZ_ARENA_SIZE, PROT_READ | PROT_EXEC))
+		return -errno;
+	__builtin___clear_cache((char *)fuzz_arena, (char *)fuzz_arena + FUZZ_ARENA_SIZE);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* In the child                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void child_prepare(const struct fuzz_seq *s)
+{
+	memcpy(fuzz_scratch, s->scratch, sizeof(fuzz_scratch));
+	memcpy(fuzz_ripdata, s->ripdata, sizeof(fuzz_ripdata));
+	memcpy(fuzz_stack + FUZZ_STACK_BELOW - FUZZ_STACK_KEEP_BELOW, s->stack, FUZZ_STACK_KEEP);
+	fuzz_in = s->in;
+	fuzz_code = (uintptr_t)fuzz_arena;
+}
+
+static void child_collect(struct fuzz_result *r)
+{
+	r->out = fuzz_out;
+	memcpy(r->scratch, fuzz_scratch, sizeof(r->scratch));
+	memcpy(r->ripdata, fuzz_ripdata, sizeof(r->ripdata));
+	memcpy(r->stack, fuzz_stack + FUZZ_STACK_BELOW - FUZZ_STACK_KEEP_BELOW, FUZZ_STACK_KEEP);
+	r->done = 1;
+}
+
+/* The single-step tracer: the reference of what each instruction sees. */
+static const struct fuzz_seq *tr_seq;
+static struct fuzz_result *tr_res;
+static int tr_prev = -1;
+
+static void tr_record(const greg_t *g, uint16_t idx)
+{
+	struct fuzz_rec *e;
+
+	if (tr_res->nrec >= FUZZ_MAX_REC) {
+		tr_res->rec_overflow = true;
+		return;
+	}
+	e = &tr_res->rec[tr_res->nrec++];
+	memset(e, 0, sizeof(*e));
+	e->idx = idx;
+	e->regs.r15 = (unsigned long)g[REG_R15];
+	e->regs.r14 = (unsigned long)g[REG_R14];
+	e->regs.r13 = (unsigned long)g[REG_R13];
+	e->regs.r12 = (unsigned long)g[REG_R12];
+	e->regs.bp = (unsigned long)g[REG_RBP];
+	e->regs.bx = (unsigned long)g[REG_RBX];
+	e->regs.r11 = (unsigned long)g[REG_R11];
+	e->regs.r10 = (unsigned long)g[REG_R10];
+	e->regs.r9 = (unsigned long)g[REG_R9];
+	e->regs.r8 = (unsigned long)g[REG_R8];
+	e->regs.ax = (unsigned long)g[REG_RAX];
+	e->regs.cx = (unsigned long)g[REG_RCX];
+	e->regs.dx = (unsigned long)g[REG_RDX];
+	e->regs.si = (unsigned long)g[REG_RSI];
+	e->regs.di = (unsigned long)g[REG_RDI];
+	e->regs.ip = (unsigned long)g[REG_RIP];
+	e->regs.flags = (unsigned long)g[REG_EFL] & ~X86_TF;
+	e->regs.sp = (unsigned long)g[REG_RSP];
+}
+
+static void tr_sigtrap(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+	int idx = -1;
+
+	(void)sig;
+	(void)si;
+	/* pushfq just pushed TF, which the program would not see. */
+	if (tr_prev >= 0 && (tr_seq->insn[tr_prev].kind & FUZZ_IK_PUSHF))
+		*(uint64_t *)g[REG_RSP] &= ~X86_TF;
+	if (rip == (uintptr_t)fuzz_exit) {
+		tr_record(g, FUZZ_REC_EXIT);
+		g[REG_EFL] &= ~(greg_t)X86_TF;
+		tr_prev = -1;
+		return;
+	}
+	if (rip - (uintptr_t)fuzz_arena < FUZZ_ARENA_SIZE) {
+		idx = fuzz_insn_at(tr_seq, rip - (uintptr_t)fuzz_arena);
+		if (idx < 0)	/* a generator bug: a branch into an instruction */
+			tr_record(g, FUZZ_REC_BAD);
+	}
+	/* A rep string instruction traps after each iteration: one entry. */
+	if (idx >= 0 && !(idx == tr_prev && (tr_seq->insn[idx].kind & FUZZ_IK_REPSTR)))
+		tr_record(g, (uint16_t)idx);
+	tr_prev = idx;
+	/* popfq may have cleared TF: keep stepping. */
+	g[REG_EFL] |= (greg_t)X86_TF;
+}
+
+static void child_trace(const struct fuzz_seq *s, struct fuzz_result *r)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = tr_sigtrap;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTRAP, &sa, NULL);
+	tr_seq = s;
+	tr_res = r;
+	fuzz_in.flags |= X86_TF;
+	fuzz_run();
+}
+
+static int register_all(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
+			struct fuzz_result *r)
+{
+	struct kprobe *kps[FUZZ_MAX_INSN];
+	int n = 0, err;
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		struct kprobe *kp = &fuzz_kprobes[i];
+
+		if (!mask[i])
+			continue;
+		memset(kp, 0, sizeof(*kp));
+		kp->addr = (kprobe_opcode_t *)(fuzz_arena + s->insn[i].off);
+		kp->pre_handler = fuzz_pre_handler;
+		if (m == FM_STEP)
+			kp->post_handler = fuzz_post_handler;
+		if (m == FM_OPT_GPR)
+			kp->flags = KPROBE_FLAG_GPR_ONLY;
+		kps[n++] = kp;
+	}
+	/* One batch; if something in it is refused, one by one to know what. */
+	err = n ? register_kprobes(kps, n) : 0;
+	for (int j = 0; j < n; j++) {
+		int i = (int)(kps[j] - fuzz_kprobes);
+
+		if (err) {
+			unsigned int flags = kps[j]->flags;
+
+			kps[j]->addr = (kprobe_opcode_t *)(fuzz_arena + s->insn[i].off);
+			kps[j]->flags = flags & KPROBE_FLAG_GPR_ONLY;
+			r->reg_err[i] = (int16_t)register_kprobe(kps[j]);
+		}
+		if (!r->reg_err[i]) {
+			r->probed[i] = 1;
+			r->nprobed++;
+		}
+	}
+	return 0;
+}
+
+static void child_probed(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
+			 struct fuzz_result *r)
+{
+	bool opt = m >= FM_OPT_ALL;
+
+	ukprobes_set_optimization(opt);
+	fuzz_cur_result = r;
+	register_all(s, m, mask, r);
+	if (opt)
+		for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
+			usleep(1000);
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (r->probed[i] && (fuzz_kprobes[i].flags & KPROBE_FLAG_OPTIMIZED)) {
+			r->optimized[i] = 1;
+			r->noptimized++;
+		}
+	}
+	fuzz_run();
+	for (unsigned int i = 0; i < s->n; i++)
+		if (r->probed[i])
+			r->nmissed += fuzz_kprobes[i].nmissed;
+}
+
+/* Run @s in mode @m with probes where @mask says; the result in @r. */
+static void run_mode(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
+		     struct fuzz_result *r)
+{
+	pid_t pid;
+	int status;
+
+	memset(r, 0, offsetof(struct fuzz_result, rec));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(r->msg, sizeof(r->msg), "fork: %s", strerror(errno));
+		return;
+	}
+	if (!pid) {
+		alarm(CHILD_TIMEOUT);
+		child_prepare(s);
+		if (m == FM_NATIVE)
+			fuzz_run();
+		else if (m == FM_TRACE)
+			child_trace(s, r);
+		else
+			child_probed(s, m, mask, r);
+		child_collect(r);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r->done)
+		return;
+	if (WIFSIGNALED(status))
+		snprintf(r->msg, sizeof(r->msg), "the run died of signal %d (%s)%s",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)),
+			 WTERMSIG(status) == SIGALRM ? ": hung" : "");
+	else
+		snprintf(r->msg, sizeof(r->msg), "the run exited with %d before its end",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* In the parent                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Probes spaced so that a jump-optimized region (5 bytes or more) can
+ * form at each: after one, none for at least 5 bytes, then a random gap. */
+static void sparse_mask(const struct fuzz_seq *s, uint64_t salt, uint8_t *mask)
+{
+	struct fuzz_rng rng;
+	size_t next = 0;
+
+	fuzz_rng_seed(&rng, s->seed ^ salt);
+	next = fuzz_rng_below(&rng, 6);
+	memset(mask, 0, FUZZ_MAX_INSN);
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (s->insn[i].off < next)
+			continue;
+		mask[i] = 1;
+		next = s->insn[i].off + 5 + fuzz_rng_below(&rng, 8);
+	}
+}
+
+/* Does run @r of mode @m disagree with the native run (and the trace)? */
+static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct fuzz_result *r,
+		      struct fuzz_diff *d)
+{
+	const struct fuzz_result *nat = &results[FM_NATIVE], *tr = &results[FM_TRACE];
+
+	memset(d, 0, sizeof(*d));
+	d->insn = -1;
+	if (!r->done) {
+		snprintf(d->what, sizeof(d->what), "%s", r->msg);
+		return 1;
+	}
+	if (fuzz_compare_final(s, nat, r, d))
+		return 1;
+	if (m == FM_TRACE) {
+		for (unsigned int k = 0; k < r->nrec; k++) {
+			if (r->rec[k].idx == FUZZ_REC_BAD) {
+				snprintf(d->what, sizeof(d->what), "the native run executed at %+ld, "
+					 "which starts no instruction (a generator bug)",
+					 (long)(r->rec[k].regs.ip - (uintptr_t)fuzz_arena));
+				return 1;
+			}
+		}
+	}
+	if (m != FM_TRACE && m != FM_NATIVE && tr->done &&
+	    fuzz_compare_records(s, tr, r, m == FM_STEP, d))
+		return 1;
+	return 0;
+}
+
+static void print_case(const struct fuzz_seq *s, const struct fuzz_result *r, int insn, FILE *out)
+{
+	const char *mark[FUZZ_MAX_INSN] = { 0 };
+
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (r && r->reg_err[i])
+			mark[i] = "refused";
+		else if (r && r->optimized[i])
+			mark[i] = "optimized";
+		else if (r && r->probed[i])
+			mark[i] = NULL;
+	}
+	if (insn >= 0 && insn < (int)s->n)
+		mark[insn] = "HERE";
+	fuzz_disasm(s, out, mark);
+}
+
+/* Bisect the probes of mode @m to the fewest that still show a mismatch. */
+static void minimize(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask, FILE *out)
+{
+	uint8_t cur[FUZZ_MAX_INSN], half[FUZZ_MAX_INSN];
+	unsigned int cnt = 0;
+	struct fuzz_diff d;
+
+	memcpy(cur, mask, sizeof(cur));
+	for (unsigned int i = 0; i < s->n; i++)
+		cnt += cur[i];
+	while (cnt > 1) {
+		unsigned int k = 0, taken = 0;
+		bool found = false;
+
+		for (int side = 0; side < 2 && !found; side++) {
+			k = 0;
+			taken = 0;
+			memset(half, 0, sizeof(half));
+			for (unsigned int i = 0; i < s->n; i++) {
+				if (!cur[i])
+					continue;
+				if ((k++ < cnt / 2) == (side == 0)) {
+					half[i] = 1;
+					taken++;
+				}
+			}
+			run_mode(s, m, half, &results[SPARE]);
+			if (check_mode(s, m, &results[SPARE], &d)) {
+				memcpy(cur, half, sizeof(cur));
+				cnt = taken;
+				found = true;
+			}
+		}
+		if (!found)
+			break;
+	}
+	fprintf(out, "  minimized: %u probe(s) in mode %s still show it:", cnt, fuzz_mode_name[m]);
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (cur[i]) {
+			char line[200];
+
+			fuzz_disasm_insn(s, i, line, sizeof(line));
+			fprintf(out, "\n    insn %u (+%#x): %s", i, s->insn[i].off, line);
+		}
+	}
+	run_mode(s, m, cur, &results[SPARE]);
+	if (check_mode(s, m, &results[SPARE], &d))
+		fprintf(out, "\n    -> %s", d.what);
+	fprintf(out, "\n");
+}
+
+static void report(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
+		   const struct fuzz_diff *d, const struct fuzz_opts *o)
+{
+	FILE *out = o->log ? o->log : stderr;
+
+	fprintf(out, "MISMATCH case %#lx mode %s: %s\n", (unsigned long)s->seed,
+		fuzz_mode_name[m], d->what);
+	fprintf(out, "  reproduce: fuzz --case %#lx --mode %s -v\n", (unsigned long)s->seed,
+		fuzz_mode_name[m]);
+	if (o->verbose || d->insn >= 0)
+		print_case(s, &results[m], d->insn, out);
+	if (o->minimize && m != FM_TRACE)
+		minimize(s, m, mask, out);
+	fflush(out);
+}
+
+int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_stats *st)
+{
+	uint8_t all[FUZZ_MAX_INSN], masks[FM_COUNT][FUZZ_MAX_INSN];
+	struct fuzz_diff d;
+	int bad = 0;
+
+	if (write_arena(s)) {
+		fprintf(stderr, "fuzz: cannot write the arena: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(all, 0, sizeof(all));
+	memset(all, 1, s->n);
+	st->cases++;
+	for (int m = 0; m < FM_COUNT; m++) {
+		const uint8_t *mask = all;
+
+		if (o->only_modes && m > FM_TRACE && !(o->only_modes & (1u << m)))
+			continue;
+		if (m == FM_OPT_SPARSE || m == FM_OPT_GPR) {
+			sparse_mask(s, 0x5eed0000u + (unsigned int)m, masks[m]);
+			mask = masks[m];
+		}
+		{
+			struct timespec a, b;
+
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			run_mode(s, (enum fuzz_mode)m, mask, &results[m]);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			st->mode_ns[m] += (unsigned long)((b.tv_sec - a.tv_sec) * 1000000000l +
+							  (b.tv_nsec - a.tv_nsec));
+		}
+		st->runs++;
+		if (m == FM_NATIVE) {
+			if (!results[m].done) {
+				/* the generator's fault, not the library's */
+				fprintf(stderr, "fuzz: case %#lx does not run natively: %s\n",
+					(unsigned long)s->seed, results[m].msg);
+				print_case(s, NULL, -1, stderr);
+				st->mismatches++;
+				return 1;
+			}
+			continue;
+		}
+		if (check_mode(s, (enum fuzz_mode)m, &results[m], &d)) {
+			report(s, (enum fuzz_mode)m, mask, &d, o);
+			st->mismatches++;
+			bad++;
+			if (m == FM_TRACE)
+				return bad;	/* no reference: stop here */
+		}
+		if (m == FM_TRACE) {
+			for (unsigned int k = 0; k < results[m].nrec; k++)
+				st->insns += results[m].rec[k].idx != FUZZ_REC_EXIT;
+			continue;
+		}
+		st->hits += results[m].nrec;
+		st->probes += results[m].nprobed;
+		st->optimized += results[m].noptimized;
+		for (unsigned int i = 0; i < s->n; i++)
+			st->refused += mask[i] && !results[m].probed[i];
+		for (unsigned int k = 0; k < results[FM_TRACE].nrec; k++)
+			st->probed_insns += results[FM_TRACE].rec[k].idx != FUZZ_REC_EXIT;
+		if (o->verbose)
+			fprintf(o->log ? o->log : stderr,
+				"  %-10s probes %u optimized %u hits %u missed %lu\n",
+				fuzz_mode_name[m], results[m].nprobed, results[m].noptimized,
+				results[m].nrec, results[m].nmissed);
+	}
+	return bad;
+}
