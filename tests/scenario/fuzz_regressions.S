@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_regressions.S - targets for fuzz_regressions.c: the minimized
+ * shapes of what the differential fuzzer (tests/fuzz/) found.  Every
+ * function has symbol bounds (FUNC/END); LABEL marks the probe points.
+ * Byte counts in comments are the lengths the regions rely on.
+ */
+#include "scn_asm.h"
+
+	.text
+
+/*
+ * long fzr_ret(long x): x + 3.  The instruction after the ret is the
+ * start of a block entered only by the indirect call above it: no direct
+ * branch in the function goes there.  A jump-optimized region at the ret
+ * (1 byte) would cover it and put the jmp's displacement where the call
+ * lands.
+ */
+FUNC(fzr_ret)
+	lea	fzr_ret_sub(%rip), %rcx		/* 7 */
+	call	*%rcx				/* 2 */
+LABEL(fzr_ret_p)
+	ret					/* 1 */
+fzr_ret_sub:
+	lea	3(%rdi), %rax			/* 4 */
+	ret
+END(fzr_ret)
+
+/*
+ * long fzr_jmp(long x): x + 5.  The same after an unconditional jmp, the
+ * shape of a C++ landing pad that only the unwinder jumps to.
+ */
+FUNC(fzr_jmp)
+	lea	fzr_jmp_pad(%rip), %rcx		/* 7 */
+	call	*%rcx				/* 2 */
+LABEL(fzr_jmp_p)
+	jmp	1f				/* 2 */
+fzr_jmp_pad:
+	lea	5(%rdi), %rax			/* 4 */
+	ret
+1:	ret
+END(fzr_jmp)
+
+	.section .note.GNU-stack, "", @progbits
