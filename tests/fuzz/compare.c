@@ -127,6 +127,44 @@ static bool regs_equal(const struct pt_regs *a, const struct pt_regs *b, char *w
 	return true;
 }
 
+int fuzz_compare_pre(const struct fuzz_result *a, const struct fuzz_result *b,
+		     struct fuzz_diff *d)
+{
+	unsigned int i = 0, j = 0;
+	char why[160];
+
+	if (a->rec_overflow || b->rec_overflow)
+		return 0;
+	for (;; i++, j++) {
+		while (i < a->nrec && a->rec[i].post)
+			i++;
+		while (j < b->nrec && b->rec[j].post)
+			j++;
+		if (i == a->nrec || j == b->nrec)
+			break;
+		if (a->rec[i].idx != b->rec[j].idx) {
+			add(d, "pre hit %u: insn %u in the reference, insn %u here; ", j,
+			    a->rec[i].idx, b->rec[j].idx);
+			d->insn = a->rec[i].idx;
+			return 1;
+		}
+		if (!regs_equal(&a->rec[i].regs, &b->rec[j].regs, why, sizeof(why))) {
+			add(d, "insn %u pre_handler (hit %u): %s; ", b->rec[j].idx, j, why);
+			d->insn = b->rec[j].idx;
+			return 1;
+		}
+	}
+	while (i < a->nrec && a->rec[i].post)
+		i++;
+	while (j < b->nrec && b->rec[j].post)
+		j++;
+	if (i != a->nrec || j != b->nrec) {
+		add(d, "more pre handler calls %s; ", i != a->nrec ? "in the reference" : "here");
+		return 1;
+	}
+	return 0;
+}
+
 int fuzz_compare_records(const struct fuzz_seq *s, const struct fuzz_result *t,
 			 const struct fuzz_result *r, bool post, struct fuzz_diff *d)
 {

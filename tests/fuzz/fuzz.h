@@ -56,6 +56,7 @@ void fuzz_run(void);
 enum {
 	FUZZ_IK_PUSHF = 1,	/* pushes the flags: TF must not show */
 	FUZZ_IK_REPSTR = 2,	/* rep string: one trap per iteration */
+	FUZZ_IK_LOOPBACK = 4,	/* a counted loop's branch back */
 };
 
 struct fuzz_insn {
@@ -71,6 +72,8 @@ struct fuzz_seq {
 	size_t len;
 	bool indirect_jmp;	/* the function has one: no multi-insn detour */
 	int base_reg;		/* index in fuzz_state.gpr of the scratch base */
+	uint16_t mod_regs;	/* registers a handler may change anywhere and
+				 * leave the sequence valid (fuzz_state.gpr order) */
 	struct fuzz_insn insn[FUZZ_MAX_INSN];
 	uint8_t code[FUZZ_ARENA_SIZE];
 	struct fuzz_state in;
@@ -109,6 +112,17 @@ enum fuzz_mode {
 	FM_OPT_ALL,	/* optimization on, pre_handler on every instruction */
 	FM_OPT_SPARSE,	/* optimization on, probes spaced so regions can form */
 	FM_OPT_GPR,	/* the same with KPROBE_FLAG_GPR_ONLY (no xsave) */
+	FM_OPT_EARLY,	/* spaced, run again and again while the optimizer works */
+	FM_OPT_FLIP,	/* spaced, run again and again while a thread flips
+			 * the optimization switch */
+	/* Handlers that change registers (flags, and general registers the
+	 * sequence can take anything in): compared with each other, not with
+	 * the native run. */
+	FM_MOD_BOOST,	/* every instruction, breakpoints: the reference */
+	FM_MOD_STEP,	/* every instruction, breakpoints, a post handler too */
+	FM_MOD_OPT,	/* every instruction, optimization on */
+	FM_MOD_SBP,	/* spaced, breakpoints: the reference */
+	FM_MOD_SOPT,	/* the same probes, optimization on */
 	FM_COUNT
 };
 extern const char *const fuzz_mode_name[FM_COUNT];
@@ -134,6 +148,7 @@ struct fuzz_result {
 	bool rec_overflow;
 	unsigned long nmissed;
 	unsigned int nprobed, noptimized;
+	unsigned int iterations;	/* runs of the sequence (the last is kept) */
 	uint8_t probed[FUZZ_MAX_INSN];
 	uint8_t optimized[FUZZ_MAX_INSN];
 	int16_t reg_err[FUZZ_MAX_INSN];
@@ -144,6 +159,11 @@ struct fuzz_result {
 extern struct fuzz_result *fuzz_cur_result;
 extern struct kprobe fuzz_kprobes[FUZZ_MAX_INSN];
 int fuzz_pre_handler(struct kprobe *p, struct pt_regs *regs);
+/* The same, then changes the flags and a register as the tables say. */
+int fuzz_mod_pre_handler(struct kprobe *p, struct pt_regs *regs);
+extern unsigned long fuzz_mod_flags[FUZZ_MAX_INSN];
+extern int8_t fuzz_mod_word[FUZZ_MAX_INSN];	/* pt_regs word, or -1 */
+extern unsigned long fuzz_mod_xor[FUZZ_MAX_INSN];
 void fuzz_post_handler(struct kprobe *p, struct pt_regs *regs, unsigned long flags);
 
 struct fuzz_stats {
@@ -180,6 +200,9 @@ struct fuzz_diff {
 /* Final state of @b against @a.  0 if equal. */
 int fuzz_compare_final(const struct fuzz_seq *s, const struct fuzz_result *a,
 		       const struct fuzz_result *b, struct fuzz_diff *d);
+/* The pre handler records of two runs, which must be the same. */
+int fuzz_compare_pre(const struct fuzz_result *a, const struct fuzz_result *b,
+		     struct fuzz_diff *d);
 /* Handler records of @r against the trace @t.  0 if consistent. */
 int fuzz_compare_records(const struct fuzz_seq *s, const struct fuzz_result *t,
 			 const struct fuzz_result *r, bool post, struct fuzz_diff *d);

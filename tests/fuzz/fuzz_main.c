@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 		{ "no-minimize", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
-	double limit = 10, t0, last;
+	double limit = -1, t0, last;
 	uint64_t seed = 1, one = 0;
 	unsigned long max_cases = 0, genfail = 0;
 	bool have_one = false;
@@ -86,6 +86,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (limit < 0)		/* --cases alone: as long as it takes */
+		limit = max_cases ? 1e12 : 10;
 	fuzz_cpu_detect(&cpu);
 	if (!cpu.avx) {
 		printf("fuzz: this CPU (or OS) has no AVX: the harness needs it; nothing run\n");
@@ -110,8 +112,12 @@ int main(int argc, char **argv)
 		summary(&st, now() - t0, 0);
 		return st.mismatches ? 1 : 0;
 	}
-	printf("fuzz: seed %#lx, %s%.0f s, avx512 %s\n", (unsigned long)seed,
-	       max_cases ? "at most " : "", limit, cpu.avx512 ? "yes" : "no");
+	if (max_cases)
+		printf("fuzz: seed %#lx, %lu cases, avx512 %s\n", (unsigned long)seed, max_cases,
+		       cpu.avx512 ? "yes" : "no");
+	else
+		printf("fuzz: seed %#lx, %.0f s, avx512 %s\n", (unsigned long)seed, limit,
+		       cpu.avx512 ? "yes" : "no");
 	fuzz_rng_seed(&rng, seed);
 	while (now() - t0 < limit && (!max_cases || st.cases + genfail < max_cases)) {
 		uint64_t cs = fuzz_rng_next(&rng);

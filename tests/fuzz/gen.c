@@ -460,6 +460,9 @@ struct gen {
 	int prot;		/* a return address at E - prot (0: none) */
 	bool no_rsp_mem;	/* %rsp not statically known (enter frames) */
 	uint32_t noclobber;	/* registers the block must not write */
+	uint32_t held;		/* registers holding an address, count, divisor...
+				 * between two instructions: a handler that
+				 * changed one would make the sequence invalid */
 	uint16_t block;
 	bool indirect_jmp;
 	bool failed;
@@ -697,6 +700,8 @@ static bool build_mem(struct gen *g, int size, int align, bool allow_index,
 		/* [base + idx*scale + disp], idx = a byte, zero-extended */
 		int idx = rnd_dest(g);
 		int scale = 1 << rnd(g, 4);
+
+		g->held |= 1u << idx;
 		int64_t hi = half - size - 255 * scale;
 
 		req_init(pre, MN(MOVZX));
@@ -1106,8 +1111,10 @@ static void block_jcc(struct gen *g)
 static void block_jmp(struct gen *g)
 {
 	int l = label_new(g);
+	bool rel8 = chance(g, 50);
 
-	emit_branch(g, MN(JMP), l, chance(g, 50), chance(g, 10) ? ZYDIS_ATTRIB_HAS_BND : 0);
+	/* (Zydis 4.0 encodes no bnd jmp rel8) */
+	emit_branch(g, MN(JMP), l, rel8, !rel8 && chance(g, 10) ? ZYDIS_ATTRIB_HAS_BND : 0);
 	label_pending(g, l, 1 + (int)rnd(g, 3));
 }
 
@@ -1132,13 +1139,14 @@ static void block_counted(struct gen *g)
 	emit_ri(g, MN(MOV), gpr(c, 4), 1 + (int)rnd(g, 6));
 	label_here(g, l);
 	g->noclobber |= 1u << c;
+	g->held |= 1u << c;
 	for (int i = 0; i < nbody; i++)
 		gen_simple(g);
 	g->noclobber &= ~(1u << c);
 	if (c == RCX && v < 3) {
 		static const ZydisMnemonic m[] = { MN(LOOP), MN(LOOPE), MN(LOOPNE) };
 
-		emit_branch(g, m[v], l, true, 0);
+		emit_branch(g, m[v], l, true, 0)->kind = FUZZ_IK_LOOPBACK;
 		return;
 	}
 	if (chance(g, 50))
@@ -1150,7 +1158,8 @@ static void block_counted(struct gen *g)
 		op_reg(&r, 0, gpr(c, chance(g, 50) ? 4 : 8));
 		emit(g, &r);
 	}
-	emit_branch(g, MN(JNZ), l, chance(g, 60), chance(g, 10) ? ZYDIS_ATTRIB_HAS_BRANCH_TAKEN : 0);
+	emit_branch(g, MN(JNZ), l, chance(g, 60),
+		    chance(g, 10) ? ZYDIS_ATTRIB_HAS_BRANCH_TAKEN : 0)->kind = FUZZ_IK_LOOPBACK;
 }
 
 static void block_push(struct gen *g)
@@ -1209,6 +1218,7 @@ static void block_pushf(struct gen *g)
 		uint32_t mask = 0;
 		ZydisEncoderRequest r;
 
+		g->held |= 1u << reg;	/* what popfq will load */
 		for (unsigned int i = 0; i < 7; i++)
 			if (chance(g, 30))
 				mask |= bits[i];
@@ -1242,6 +1252,7 @@ static void block_string(struct gen *g)
 
 	if (g->noclobber & ((1u << RSI) | (1u << RDI) | (1u << RCX) | (1u << RAX)))
 		return;
+	g->held |= (1u << RSI) | (1u << RDI) | (1u << RCX);
 	req_init(&r, MN(LEA));
 	op_reg(&r, 0, gpr(RSI, 8));
 	op_mem(&r, 1, gpr(g->base, 8), ZYDIS_REGISTER_NONE, 0, rnd_range(g, -1024, 1024), 8);
@@ -1274,6 +1285,7 @@ static void block_div(struct gen *g)
 	if (g->base == RAX || g->base == RDX ||
 	    (g->noclobber & ((1u << RAX) | (1u << RDX))))
 		return;
+	g->held |= (1u << RAX) | (1u << RDX);
 	/* the dividend */
 	if (sign) {
 		static const ZydisMnemonic ext[] = { MN(CBW), MN(CWD), MN(CDQ), MN(CQO) };
@@ -1291,6 +1303,7 @@ static void block_div(struct gen *g)
 		do
 			d = rnd_dest(g);
 		while (d == RAX || d == RDX);
+		g->held |= 1u << d;
 		if (sign)
 			emit_ri(g, MN(AND), gpr(d, S), S == 1 ? 0x7f : S == 2 ? 0x7fff : 0x7fffffff);
 		emit_ri(g, MN(OR), gpr(d, S), 2);
@@ -1337,6 +1350,7 @@ static void block_frame(struct gen *g)
 	}
 	g->no_rsp_mem = true;
 	g->noclobber |= 1u << RBP;
+	g->held |= 1u << RBP;
 	for (int i = 0; i < nbody; i++)
 		gen_simple(g);
 	g->noclobber &= ~(1u << RBP);
@@ -1347,14 +1361,14 @@ static void block_frame(struct gen *g)
 /* Odd encodings: long nops, endbr64, prefixed nops. */
 static void block_raw(struct gen *g)
 {
-	static const uint8_t odd[][10] = {
+	static const uint8_t odd[][12] = {
 		{ 4, 0xf3, 0x0f, 0x1e, 0xfa },		/* endbr64 */
 		{ 2, 0xf3, 0x90 },			/* pause */
 		{ 2, 0x66, 0x90 },			/* xchg %ax,%ax */
 		{ 2, 0x48, 0x90 },			/* rex.w nop */
 		{ 3, 0x0f, 0x1f, 0x00 },		/* nopl (%rax) */
 		{ 3, 0x0f, 0x1f, 0xc0 },		/* nopl %eax */
-		{ 9, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0 },	/* cs nopw 0(%rax,%rax) */
+		{ 10, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0 },	/* cs nopw 0(%rax,%rax) */
 	};
 
 	if (chance(g, 50)) {
@@ -1435,6 +1449,7 @@ static void block_call(struct gen *g)
 
 	if (g->nsubs == (int)(sizeof(g->subs) / sizeof(g->subs[0])))
 		return;
+	g->held |= 1u << reg;
 	for (int i = 0; i < nargs; i++) {
 		req_init(&r, MN(PUSH));
 		if (chance(g, 50))
@@ -1498,12 +1513,23 @@ static void block_ijmp(struct gen *g)
 	int l = label_new(g), reg = rnd_dest(g);
 	ZydisEncoderRequest r;
 
+	g->held |= 1u << reg;
 	emit_lea_label(g, l, reg);
 	req_init(&r, MN(JMP));
-	if (chance(g, 50)) {
+	if (chance(g, 40)) {
 		op_reg(&r, 0, gpr(reg, 8));
 		if (chance(g, 25))
 			r.prefixes = ZYDIS_ATTRIB_HAS_NOTRACK;
+	} else if (chance(g, 40)) {
+		/* jmp *slot(%rip) */
+		int64_t a = (int64_t)(uintptr_t)fuzz_ripdata + rnd_range(g, 0, 511) * 8;
+		ZydisEncoderRequest m;
+
+		req_init(&m, MN(MOV));
+		op_mem(&m, 0, ZYDIS_REGISTER_RIP, ZYDIS_REGISTER_NONE, 0, a, 8);
+		op_reg(&m, 1, gpr(reg, 8));
+		emit(g, &m);
+		op_mem(&r, 0, ZYDIS_REGISTER_RIP, ZYDIS_REGISTER_NONE, 0, a, 8);
 	} else {
 		int64_t d = rnd_range(g, -128, 127) * 8;
 		ZydisEncoderRequest m;
@@ -1518,22 +1544,55 @@ static void block_ijmp(struct gen *g)
 	label_pending(g, l, 1 + (int)rnd(g, 3));
 }
 
+/* call 1f; 1: pop R -- the position-independent way to read the pc: the
+ * pushed return address must be the original one. */
+static void block_getpc(struct gen *g)
+{
+	int l = label_new(g);
+	ZydisEncoderRequest r;
+
+	emit_branch(g, MN(CALL), l, false, 0);
+	label_here(g, l);
+	req_init(&r, MN(POP));
+	op_reg(&r, 0, gpr(rnd_dest(g), 8));
+	emit(g, &r);
+}
+
+/* movabs between %al..%rax and a 64-bit absolute address (moffs): an
+ * address in the instruction that no relocation may touch. */
+static void block_movabs(struct gen *g)
+{
+	static const int sizes[] = { 1, 2, 4, 8 };
+	int sz = sizes[rnd(g, 4)];
+	bool store = chance(g, 50);
+	uintptr_t a = chance(g, 50) ? (uintptr_t)fuzz_ripdata + rnd(g, FUZZ_RIPDATA_SIZE - 8) :
+		      (uintptr_t)fuzz_scratch + rnd(g, FUZZ_SCRATCH_SIZE - 8);
+	ZydisEncoderRequest r;
+
+	if (!store && (g->base == RAX || (g->noclobber & 1u)))
+		return;
+	req_init(&r, MN(MOV));
+	op_reg(&r, store ? 1 : 0, gpr(RAX, sz));
+	op_mem(&r, store ? 0 : 1, ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE, 0, (int64_t)a, sz);
+	emit(g, &r);
+}
+
 enum block_kind {
 	BK_SIMPLE, BK_JCC, BK_JMP, BK_LOOPFWD, BK_COUNTED, BK_CALL, BK_PUSH, BK_POP,
 	BK_PUSHF, BK_STRING, BK_DIV, BK_FRAME, BK_RAW, BK_FS, BK_CX16, BK_XLAT,
-	BK_LEACODE, BK_IJMP, BK_COUNT
+	BK_LEACODE, BK_IJMP, BK_GETPC, BK_MOVABS, BK_COUNT
 };
 
 static const uint8_t main_weight[BK_COUNT] = {
 	[BK_SIMPLE] = 60, [BK_JCC] = 8, [BK_JMP] = 2, [BK_LOOPFWD] = 3, [BK_COUNTED] = 3,
 	[BK_CALL] = 5, [BK_PUSH] = 5, [BK_POP] = 5, [BK_PUSHF] = 3, [BK_STRING] = 4,
 	[BK_DIV] = 3, [BK_FRAME] = 2, [BK_RAW] = 3, [BK_FS] = 1, [BK_CX16] = 1,
-	[BK_XLAT] = 1, [BK_LEACODE] = 2, [BK_IJMP] = 3,
+	[BK_XLAT] = 1, [BK_LEACODE] = 2, [BK_IJMP] = 3, [BK_GETPC] = 1, [BK_MOVABS] = 1,
 };
 
 static const uint8_t sub_weight[BK_COUNT] = {
 	[BK_SIMPLE] = 60, [BK_PUSHF] = 4, [BK_STRING] = 4, [BK_DIV] = 3, [BK_RAW] = 3,
-	[BK_FS] = 1, [BK_CX16] = 1, [BK_LEACODE] = 1,
+	[BK_FS] = 1, [BK_CX16] = 1, [BK_LEACODE] = 1, [BK_MOVABS] = 1,
 };
 
 static void gen_block(struct gen *g, const uint8_t *weights)
@@ -1573,6 +1632,8 @@ static void gen_block(struct gen *g, const uint8_t *weights)
 		if (g->indirect_jmp)
 			block_ijmp(g);
 		break;
+	case BK_GETPC: block_getpc(g); break;
+	case BK_MOVABS: block_movabs(g); break;
 	default: gen_simple(g); break;
 	}
 }
@@ -1865,6 +1926,7 @@ int fuzz_generate(uint64_t seed, const struct fuzz_cpu *cpu, struct fuzz_seq *s)
 
 	s->base_reg = g->base;
 	s->indirect_jmp = g->indirect_jmp;
+	s->mod_regs = (uint16_t)~(g->held | (1u << RSP) | (1u << g->base));
 	s->n = (unsigned int)g->n;
 	memset(s->code, 0xcc, sizeof(s->code));
 	for (int i = 0; i < g->n; i++) {

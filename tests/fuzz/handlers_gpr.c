@@ -39,6 +39,21 @@ int fuzz_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
+unsigned long fuzz_mod_flags[FUZZ_MAX_INSN];
+int8_t fuzz_mod_word[FUZZ_MAX_INSN];
+unsigned long fuzz_mod_xor[FUZZ_MAX_INSN];
+
+int fuzz_mod_pre_handler(struct kprobe *p, struct pt_regs *regs)
+{
+	long i = p - fuzz_kprobes;
+
+	fuzz_record(p, regs, 0);
+	regs->flags ^= fuzz_mod_flags[i];
+	if (fuzz_mod_word[i] >= 0)
+		((unsigned long *)regs)[fuzz_mod_word[i]] ^= fuzz_mod_xor[i];
+	return 0;
+}
+
 void fuzz_post_handler(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
 {
 	(void)flags;

@@ -130,6 +130,14 @@ fuzz_arena:
 	.balign	4096
 	.globl	fuzz_scratch, fuzz_ripdata, fuzz_stack, fuzz_in, fuzz_out
 	.globl	fuzz_code, fuzz_avx512
+/* The flags go through this stack.  It is big, and nothing of ours lies
+ * below it, because the tracer's single-step traps on the harness's own
+ * instructions put their signal frames here (an AVX-512 frame and a
+ * sanitized handler take several KiB). */
+fuzz_flag_stack:
+	.zero	65536
+fuzz_flag_stack_top:
+	.zero	64
 fuzz_scratch:
 	.zero	FUZZ_SCRATCH_SIZE
 fuzz_ripdata:
@@ -149,8 +157,5 @@ fuzz_host_mxcsr:
 	.zero	4
 fuzz_avx512:
 	.zero	4
-	.balign	16
-	.zero	64
-fuzz_flag_stack_top:
 
 	.section .note.GNU-stack, "", @progbits

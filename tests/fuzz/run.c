@@ -10,7 +10,9 @@
  * forking; the children set up the data and run.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +30,51 @@
 const char *const fuzz_mode_name[FM_COUNT] = {
 	[FM_NATIVE] = "native", [FM_TRACE] = "trace", [FM_BOOST] = "boost",
 	[FM_STEP] = "step", [FM_OPT_ALL] = "opt-all", [FM_OPT_SPARSE] = "opt-sparse",
-	[FM_OPT_GPR] = "opt-gpr",
+	[FM_OPT_GPR] = "opt-gpr", [FM_OPT_EARLY] = "opt-early", [FM_OPT_FLIP] = "opt-flip",
+	[FM_MOD_BOOST] = "mod-boost", [FM_MOD_STEP] = "mod-step", [FM_MOD_OPT] = "mod-opt",
+	[FM_MOD_SBP] = "mod-sbp", [FM_MOD_SOPT] = "mod-sopt",
 };
 
-/* One per mode, and a spare for minimizing. */
+enum { IT_ONCE, IT_EARLY, IT_FLIP };
+
+/* What each mode does, and what it is compared with. */
+static const struct mode_info {
+	bool opt;		/* optimization on */
+	bool post;		/* a post handler (the single-step path) */
+	bool gpr;		/* KPROBE_FLAG_GPR_ONLY */
+	bool modify;		/* handlers change registers */
+	uint8_t iterate;	/* IT_* */
+	unsigned int sparse;	/* 0: every instruction; else the mask's salt */
+	int ref;		/* the run the final state must equal */
+	bool trace;		/* handler records against the trace (else
+				 * against the reference run's) */
+} modes[FM_COUNT] = {
+	[FM_NATIVE] = { .ref = -1 },
+	[FM_TRACE] = { .ref = FM_NATIVE },
+	[FM_BOOST] = { .ref = FM_NATIVE, .trace = true },
+	[FM_STEP] = { .post = true, .ref = FM_NATIVE, .trace = true },
+	[FM_OPT_ALL] = { .opt = true, .ref = FM_NATIVE, .trace = true },
+	[FM_OPT_SPARSE] = { .opt = true, .sparse = 1, .ref = FM_NATIVE, .trace = true },
+	[FM_OPT_GPR] = { .opt = true, .gpr = true, .sparse = 2, .ref = FM_NATIVE, .trace = true },
+	[FM_OPT_EARLY] = { .opt = true, .sparse = 3, .iterate = IT_EARLY, .ref = FM_NATIVE,
+			   .trace = true },
+	[FM_OPT_FLIP] = { .opt = true, .sparse = 4, .iterate = IT_FLIP, .ref = FM_NATIVE,
+			  .trace = true },
+	[FM_MOD_BOOST] = { .modify = true, .ref = -1 },
+	[FM_MOD_STEP] = { .modify = true, .post = true, .ref = FM_MOD_BOOST },
+	[FM_MOD_OPT] = { .modify = true, .opt = true, .ref = FM_MOD_BOOST },
+	[FM_MOD_SBP] = { .modify = true, .sparse = 5, .ref = -1 },
+	[FM_MOD_SOPT] = { .modify = true, .opt = true, .sparse = 5, .ref = FM_MOD_SBP },
+};
+
+/* One per mode, and two spares for minimizing. */
 static struct fuzz_result *results;
 #define SPARE FM_COUNT
+#define SPARE_REF (FM_COUNT + 1)
 
 int fuzz_init(void)
 {
-	void *p = mmap(NULL, sizeof(struct fuzz_result) * (FM_COUNT + 1),
+	void *p = mmap(NULL, sizeof(struct fuzz_result) * (FM_COUNT + 2),
 		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
@@ -185,10 +222,10 @@ static int register_all(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_
 			continue;
 		memset(kp, 0, sizeof(*kp));
 		kp->addr = (kprobe_opcode_t *)(fuzz_arena + s->insn[i].off);
-		kp->pre_handler = fuzz_pre_handler;
-		if (m == FM_STEP)
+		kp->pre_handler = modes[m].modify ? fuzz_mod_pre_handler : fuzz_pre_handler;
+		if (modes[m].post)
 			kp->post_handler = fuzz_post_handler;
-		if (m == FM_OPT_GPR)
+		if (modes[m].gpr)
 			kp->flags = KPROBE_FLAG_GPR_ONLY;
 		kps[n++] = kp;
 	}
@@ -212,27 +249,111 @@ static int register_all(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_
 	return 0;
 }
 
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static atomic_bool flip_stop, opt_done;
+
+/* FM_OPT_EARLY: tells the iterating thread when the optimizer is done. */
+static void *opt_waiter(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
+		usleep(1000);
+	atomic_store(&opt_done, true);
+	return NULL;
+}
+
+/* FM_OPT_FLIP: the optimization switch, off and on, while the sequence runs. */
+static void *flipper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&flip_stop)) {
+		ukprobes_set_optimization(0);
+		usleep(300);
+		ukprobes_set_optimization(1);
+		usleep(1500);
+	}
+	return NULL;
+}
+
+/*
+ * Run the sequence again and again for @ns while probes change state under
+ * it (the optimizer at work, or the switch flipped); each run is checked
+ * here against the native run and the trace, and the first that differs
+ * is the one left in @r.
+ */
+static void child_iterate(const struct fuzz_seq *s, struct fuzz_result *r, long long ns,
+			  atomic_bool *until)
+{
+	long long t0 = now_ns();
+	struct fuzz_diff d;
+	int after = 0;
+
+	do {
+		if (r->iterations)
+			child_prepare(s);
+		r->nrec = 0;
+		r->rec_overflow = false;
+		fuzz_run();
+		child_collect(r);
+		r->iterations++;
+		memset(&d, 0, sizeof(d));
+		if (fuzz_compare_final(s, &results[FM_NATIVE], r, &d) ||
+		    fuzz_compare_records(s, &results[FM_TRACE], r, false, &d))
+			break;
+		/* with @until: go on until it is set, and a few runs more */
+		if (until && (!atomic_load(until) || ++after < 3) && now_ns() - t0 < 10 * ns)
+			continue;
+	} while (now_ns() - t0 < ns && r->iterations < 2000);
+}
+
 static void child_probed(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
 			 struct fuzz_result *r)
 {
-	bool opt = m >= FM_OPT_ALL;
+	bool opt = modes[m].opt;
+	pthread_t th;
 
 	ukprobes_set_optimization(opt);
 	fuzz_cur_result = r;
 	register_all(s, m, mask, r);
-	if (opt)
-		for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
-			usleep(1000);
+	if (modes[m].iterate == IT_EARLY) {
+		atomic_store(&opt_done, false);
+		if (pthread_create(&th, NULL, opt_waiter, NULL)) {
+			snprintf(r->msg, sizeof(r->msg), "pthread_create failed");
+			return;
+		}
+		child_iterate(s, r, 20 * 1000000ll, &opt_done);
+		pthread_join(th, NULL);
+	} else if (modes[m].iterate == IT_FLIP) {
+		atomic_store(&flip_stop, false);
+		if (pthread_create(&th, NULL, flipper, NULL)) {
+			snprintf(r->msg, sizeof(r->msg), "pthread_create failed");
+			return;
+		}
+		child_iterate(s, r, 30 * 1000000ll, NULL);
+		atomic_store(&flip_stop, true);
+		pthread_join(th, NULL);
+	} else {
+		if (opt)
+			for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
+				usleep(1000);
+		fuzz_run();
+		r->iterations = 1;
+	}
 	for (unsigned int i = 0; i < s->n; i++) {
 		if (r->probed[i] && (fuzz_kprobes[i].flags & KPROBE_FLAG_OPTIMIZED)) {
 			r->optimized[i] = 1;
 			r->noptimized++;
 		}
-	}
-	fuzz_run();
-	for (unsigned int i = 0; i < s->n; i++)
 		if (r->probed[i])
 			r->nmissed += fuzz_kprobes[i].nmissed;
+	}
 }
 
 /* Run @s in mode @m with probes where @mask says; the result in @r. */
@@ -258,7 +379,8 @@ static void run_mode(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *
 			child_trace(s, r);
 		else
 			child_probed(s, m, mask, r);
-		child_collect(r);
+		if (!r->done)
+			child_collect(r);
 		_exit(0);
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -296,11 +418,11 @@ static void sparse_mask(const struct fuzz_seq *s, uint64_t salt, uint8_t *mask)
 	}
 }
 
-/* Does run @r of mode @m disagree with the native run (and the trace)? */
+/* Does run @r of mode @m disagree with @ref (and the trace)? */
 static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct fuzz_result *r,
-		      struct fuzz_diff *d)
+		      const struct fuzz_result *ref, struct fuzz_diff *d)
 {
-	const struct fuzz_result *nat = &results[FM_NATIVE], *tr = &results[FM_TRACE];
+	const struct fuzz_result *tr = &results[FM_TRACE];
 
 	memset(d, 0, sizeof(*d));
 	d->insn = -1;
@@ -308,7 +430,9 @@ static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct f
 		snprintf(d->what, sizeof(d->what), "%s", r->msg);
 		return 1;
 	}
-	if (fuzz_compare_final(s, nat, r, d))
+	if (ref && !ref->done)
+		return 0;	/* reported already */
+	if (ref && fuzz_compare_final(s, ref, r, d))
 		return 1;
 	if (m == FM_TRACE) {
 		for (unsigned int k = 0; k < r->nrec; k++) {
@@ -320,8 +444,9 @@ static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct f
 			}
 		}
 	}
-	if (m != FM_TRACE && m != FM_NATIVE && tr->done &&
-	    fuzz_compare_records(s, tr, r, m == FM_STEP, d))
+	if (modes[m].trace && tr->done && fuzz_compare_records(s, tr, r, modes[m].post, d))
+		return 1;
+	if (!modes[m].trace && ref && m != FM_TRACE && fuzz_compare_pre(ref, r, d))
 		return 1;
 	return 0;
 }
@@ -341,6 +466,22 @@ static void print_case(const struct fuzz_seq *s, const struct fuzz_result *r, in
 	if (insn >= 0 && insn < (int)s->n)
 		mark[insn] = "HERE";
 	fuzz_disasm(s, out, mark);
+}
+
+/* Run mode @m with the probes of @mask alone: does it still disagree?  A
+ * reference that has probes too (handlers that change registers) runs
+ * with the same ones. */
+static bool mode_fails(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
+		       struct fuzz_diff *d)
+{
+	const struct fuzz_result *ref = modes[m].ref >= 0 ? &results[modes[m].ref] : NULL;
+
+	if (modes[m].ref > FM_TRACE) {
+		run_mode(s, (enum fuzz_mode)modes[m].ref, mask, &results[SPARE_REF]);
+		ref = &results[SPARE_REF];
+	}
+	run_mode(s, m, mask, &results[SPARE]);
+	return check_mode(s, m, &results[SPARE], ref, d);
 }
 
 /* Bisect the probes of mode @m to the fewest that still show a mismatch. */
@@ -369,8 +510,7 @@ static void minimize(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *
 					taken++;
 				}
 			}
-			run_mode(s, m, half, &results[SPARE]);
-			if (check_mode(s, m, &results[SPARE], &d)) {
+			if (mode_fails(s, m, half, &d)) {
 				memcpy(cur, half, sizeof(cur));
 				cnt = taken;
 				found = true;
@@ -388,8 +528,7 @@ static void minimize(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *
 			fprintf(out, "\n    insn %u (+%#x): %s", i, s->insn[i].off, line);
 		}
 	}
-	run_mode(s, m, cur, &results[SPARE]);
-	if (check_mode(s, m, &results[SPARE], &d))
+	if (mode_fails(s, m, cur, &d))
 		fprintf(out, "\n    -> %s", d.what);
 	fprintf(out, "\n");
 }
@@ -410,6 +549,42 @@ static void report(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *ma
 	fflush(out);
 }
 
+/*
+ * What the handlers that change registers do at each instruction: flip
+ * some flags (DF included; never at a counted loop's branch back, which
+ * must see its own count's flags) and maybe one register the sequence
+ * holds nothing in between two instructions (s->mod_regs).
+ */
+static void set_mods(const struct fuzz_seq *s)
+{
+#define W(f) (int8_t)(offsetof(struct pt_regs, f) / sizeof(unsigned long))
+	static const int8_t word[16] = {
+		W(ax), W(cx), W(dx), W(bx), W(sp), W(bp), W(si), W(di),
+		W(r8), W(r9), W(r10), W(r11), W(r12), W(r13), W(r14), W(r15),
+	};
+#undef W
+	static const unsigned long fl[] = { 0x1, 0x4, 0x10, 0x40, 0x80, 0x400, 0x800 };
+	struct fuzz_rng rng;
+
+	fuzz_rng_seed(&rng, s->seed ^ 0x30d);
+	for (unsigned int i = 0; i < s->n; i++) {
+		fuzz_mod_flags[i] = 0;
+		for (unsigned int k = 0; !(s->insn[i].kind & FUZZ_IK_LOOPBACK) && k < 7; k++)
+			if (fuzz_rng_chance(&rng, 25))
+				fuzz_mod_flags[i] |= fl[k];
+		fuzz_mod_word[i] = -1;
+		if (s->mod_regs && fuzz_rng_chance(&rng, 50)) {
+			int r;
+
+			do
+				r = (int)fuzz_rng_below(&rng, 16);
+			while (!(s->mod_regs & (1u << r)));
+			fuzz_mod_word[i] = word[r];
+			fuzz_mod_xor[i] = fuzz_rng_next(&rng) | 1;
+		}
+	}
+}
+
 int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_stats *st)
 {
 	uint8_t all[FUZZ_MAX_INSN], masks[FM_COUNT][FUZZ_MAX_INSN];
@@ -422,14 +597,15 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 	}
 	memset(all, 0, sizeof(all));
 	memset(all, 1, s->n);
+	set_mods(s);
 	st->cases++;
 	for (int m = 0; m < FM_COUNT; m++) {
 		const uint8_t *mask = all;
 
 		if (o->only_modes && m > FM_TRACE && !(o->only_modes & (1u << m)))
 			continue;
-		if (m == FM_OPT_SPARSE || m == FM_OPT_GPR) {
-			sparse_mask(s, 0x5eed0000u + (unsigned int)m, masks[m]);
+		if (modes[m].sparse) {
+			sparse_mask(s, 0x5eed0000u + modes[m].sparse, masks[m]);
 			mask = masks[m];
 		}
 		{
@@ -453,7 +629,8 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 			}
 			continue;
 		}
-		if (check_mode(s, (enum fuzz_mode)m, &results[m], &d)) {
+		if (check_mode(s, (enum fuzz_mode)m, &results[m],
+			       modes[m].ref >= 0 ? &results[modes[m].ref] : NULL, &d)) {
 			report(s, (enum fuzz_mode)m, mask, &d, o);
 			st->mismatches++;
 			bad++;
@@ -465,18 +642,20 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 				st->insns += results[m].rec[k].idx != FUZZ_REC_EXIT;
 			continue;
 		}
-		st->hits += results[m].nrec;
+		st->hits += (unsigned long)results[m].nrec * results[m].iterations;
 		st->probes += results[m].nprobed;
 		st->optimized += results[m].noptimized;
 		for (unsigned int i = 0; i < s->n; i++)
 			st->refused += mask[i] && !results[m].probed[i];
-		for (unsigned int k = 0; k < results[FM_TRACE].nrec; k++)
-			st->probed_insns += results[FM_TRACE].rec[k].idx != FUZZ_REC_EXIT;
+		/* (with handlers that change registers, the path may differ) */
+		for (unsigned int k = 0; !modes[m].modify && k < results[FM_TRACE].nrec; k++)
+			st->probed_insns += (results[FM_TRACE].rec[k].idx != FUZZ_REC_EXIT) *
+					    (unsigned long)results[m].iterations;
 		if (o->verbose)
 			fprintf(o->log ? o->log : stderr,
-				"  %-10s probes %u optimized %u hits %u missed %lu\n",
+				"  %-10s probes %u optimized %u hits %u missed %lu runs %u\n",
 				fuzz_mode_name[m], results[m].nprobed, results[m].noptimized,
-				results[m].nrec, results[m].nmissed);
+				results[m].nrec, results[m].nmissed, results[m].iterations);
 	}
 	return bad;
 }
