@@ -420,6 +420,7 @@ static bool feat_ok(const struct fuzz_cpu *c, uint8_t f)
 struct item {
 	ZydisEncoderRequest req;
 	uint8_t raw[15], rawlen;
+	uint8_t pfx[3], npfx;		/* neutral prefixes put in front */
 	int8_t label_op;		/* -1: none */
 	bool label_mem;			/* a memory operand's displacement */
 	bool rel8;			/* a short branch: may need retargeting */
@@ -556,12 +557,22 @@ static struct item *item_new(struct gen *g)
 	return it;
 }
 
-/* Append a request built by a block (trusted: not checked by decode). */
+/* Append a request built by a block (trusted: not checked by decode).
+ * Some get prefixes that change nothing in 64-bit mode in front (cs, ds,
+ * es, ss overrides; branch hints on jcc), as compilers and hand-written
+ * code pad with: an instruction's parts are then where decoders least
+ * expect them. */
 static struct item *emit(struct gen *g, const ZydisEncoderRequest *r)
 {
+	static const uint8_t neutral[] = { 0x2e, 0x3e, 0x26, 0x36 };
 	struct item *it = item_new(g);
 
 	it->req = *r;
+	if (chance(g, 6)) {
+		it->npfx = (uint8_t)(1 + rnd(g, 3));
+		for (unsigned int i = 0; i < it->npfx; i++)
+			it->pfx[i] = neutral[rnd(g, 4)];
+	}
 	return it;
 }
 
@@ -1733,11 +1744,12 @@ static bool targets_ok(const struct gen *g, struct item *it, const ZydisEncoderR
 		if (!fixed)
 			return true;
 		{
-			ZyanUSize len = sizeof(it->bytes);
+			ZyanUSize len = sizeof(it->bytes) - it->npfx;
 			ZydisEncoderRequest c = r;
 
-			if (ZYAN_FAILED(ZydisEncoderEncodeInstructionAbsolute(&c, it->bytes, &len, at)) ||
-			    len != it->len)
+			if (ZYAN_FAILED(ZydisEncoderEncodeInstructionAbsolute(&c, it->bytes + it->npfx,
+									     &len, at + it->npfx)) ||
+			    len + it->npfx != it->len)
 				return false;
 		}
 	}
@@ -1768,9 +1780,18 @@ static bool encode_item(const struct gen *g, struct item *it, bool final)
 		/* (the encoder writes the relative values back into its request) */
 		ZydisEncoderRequest c = r;
 
-		if (ZYAN_FAILED(ZydisEncoderEncodeInstructionAbsolute(&c, it->bytes, &len, at)))
+		len -= it->npfx;
+		if (ZYAN_FAILED(ZydisEncoderEncodeInstructionAbsolute(&c, it->bytes + it->npfx, &len,
+								     at + it->npfx)))
 			return false;
 	}
+	/* the prefixes go in front, while the result fits in 15 bytes */
+	if (!final && len + it->npfx > 15) {
+		it->npfx = 0;
+		return encode_item(g, it, final);
+	}
+	memcpy(it->bytes, it->pfx, it->npfx);
+	len += it->npfx;
 	if (final && len != it->len)
 		return false;
 	it->len = (uint8_t)len;
