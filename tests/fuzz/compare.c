@@ -127,6 +127,32 @@ static bool regs_equal(const struct pt_regs *a, const struct pt_regs *b, char *w
 	return true;
 }
 
+int fuzz_compare_faults(const struct fuzz_result *a, const struct fuzz_result *b,
+			struct fuzz_diff *d)
+{
+	char why[160];
+
+	for (unsigned int i = 0; i < a->nfaults && i < b->nfaults; i++) {
+		const struct fuzz_fault *x = &a->faults[i], *y = &b->faults[i];
+
+		if (x->sig != y->sig || x->code != y->code || x->addr != y->addr) {
+			add(d, "fault %u: the program's handler got signal %d code %d addr %#lx, "
+			    "not %d/%d/%#lx; ", i, y->sig, y->code, (unsigned long)y->addr, x->sig,
+			    x->code, (unsigned long)x->addr);
+			return 1;
+		}
+		if (!regs_equal(&x->regs, &y->regs, why, sizeof(why))) {
+			add(d, "fault %u (signal %d): the program's handler saw %s; ", i, y->sig, why);
+			return 1;
+		}
+	}
+	if (a->nfaults != b->nfaults) {
+		add(d, "the program's handler saw %u faults, not %u; ", b->nfaults, a->nfaults);
+		return 1;
+	}
+	return 0;
+}
+
 int fuzz_compare_pre(const struct fuzz_result *a, const struct fuzz_result *b,
 		     struct fuzz_diff *d)
 {
@@ -199,8 +225,8 @@ int fuzz_compare_records(const struct fuzz_seq *s, const struct fuzz_result *t,
 			d->insn = e->idx;
 			return 1;
 		}
-		if (!post)
-			continue;
+		if (!post || e->post == FUZZ_REC_FAULTED)
+			continue;	/* (a step that faults ends without one) */
 		if (k + 1 >= t->nrec || j >= r->nrec) {
 			add(d, "insn %u: no post_handler; ", e->idx);
 			d->insn = e->idx;

@@ -33,6 +33,7 @@ struct fuzz_state {
 
 extern uint8_t fuzz_arena[FUZZ_ARENA_SIZE];
 extern uint8_t fuzz_scratch[FUZZ_SCRATCH_SIZE];
+extern uint8_t fuzz_guard[FUZZ_GUARD_SIZE];
 extern uint8_t fuzz_ripdata[FUZZ_RIPDATA_SIZE];
 extern uint8_t fuzz_stack[FUZZ_STACK_BELOW + FUZZ_STACK_ABOVE];
 extern struct fuzz_state fuzz_in, fuzz_out;
@@ -135,6 +136,16 @@ struct fuzz_rec {
 };
 #define FUZZ_REC_EXIT	0xffff
 #define FUZZ_REC_BAD	0xfffe	/* the trace ran at no instruction's start */
+#define FUZZ_REC_FAULTED 2	/* fuzz_rec.post in the trace: the instruction
+				 * faulted (no post handler expected) */
+
+/* A fault the program's own signal handler saw (and skipped). */
+struct fuzz_fault {
+	int sig, code;
+	uint64_t addr;		/* si_addr */
+	struct pt_regs regs;	/* ip: the faulting instruction's */
+};
+#define FUZZ_MAX_FAULTS	64
 
 /* What a run leaves for the parent (shared memory). */
 struct fuzz_result {
@@ -146,6 +157,8 @@ struct fuzz_result {
 	uint8_t stack[FUZZ_STACK_KEEP];
 	unsigned int nrec;
 	bool rec_overflow;
+	unsigned int nfaults;
+	struct fuzz_fault faults[FUZZ_MAX_FAULTS];
 	unsigned long nmissed;
 	unsigned int nprobed, noptimized;
 	unsigned int iterations;	/* runs of the sequence (the last is kept) */
@@ -175,6 +188,7 @@ struct fuzz_stats {
 	unsigned long optimized;	/* of which jump-optimized */
 	unsigned long refused;		/* registrations refused */
 	unsigned long mismatches;
+	unsigned long faults;		/* taken on purpose, natively */
 	unsigned long runs;
 	unsigned long mode_ns[FM_COUNT];	/* wall time per mode (fork to exit) */
 };
@@ -197,6 +211,9 @@ struct fuzz_diff {
 	char what[512];
 	int insn;		/* the instruction it points at, or -1 */
 };
+/* The faults the program's handler saw in @b against those in @a. */
+int fuzz_compare_faults(const struct fuzz_result *a, const struct fuzz_result *b,
+			struct fuzz_diff *d);
 /* Final state of @b against @a.  0 if equal. */
 int fuzz_compare_final(const struct fuzz_seq *s, const struct fuzz_result *a,
 		       const struct fuzz_result *b, struct fuzz_diff *d);

@@ -460,6 +460,7 @@ struct gen {
 	int depth;		/* bytes below the entry %rsp */
 	int prot;		/* a return address at E - prot (0: none) */
 	bool no_rsp_mem;	/* %rsp not statically known (enter frames) */
+	bool fault_mem;		/* memory operands into the guard page */
 	uint32_t noclobber;	/* registers the block must not write */
 	uint32_t held;		/* registers holding an address, count, divisor...
 				 * between two instructions: a handler that
@@ -707,6 +708,19 @@ static bool build_mem(struct gen *g, int size, int align, bool allow_index,
 	op->mem.size = (ZyanU16)size;
 	if (align < 1)
 		align = 1;
+	if (g->fault_mem) {
+		/* into the guard page after the scratch: a fault */
+		int64_t off = align_down(rnd_range(g, 0, FUZZ_GUARD_SIZE - size), align);
+
+		if (chance(g, 50)) {
+			op->mem.base = gpr(g->base, 8);
+			op->mem.displacement = half + off;
+		} else {
+			op->mem.base = ZYDIS_REGISTER_RIP;
+			op->mem.displacement = (int64_t)(uintptr_t)fuzz_guard + off;
+		}
+		return true;
+	}
 	if (w < 20 && allow_index) {
 		/* [base + idx*scale + disp], idx = a byte, zero-extended */
 		int idx = rnd_dest(g);
@@ -1588,10 +1602,58 @@ static void block_movabs(struct gen *g)
 	emit(g, &r);
 }
 
+/*
+ * A fault on purpose: an access to the guard page (#PF), a divide by zero
+ * (#DE), ud2 (#UD), a misaligned movdqa and a non-canonical address (#GP).
+ * The program's own handler (run.c) records what it sees and resumes after
+ * the instruction; with probes it must see exactly the same.
+ */
+static void block_fault(struct gen *g)
+{
+	static const uint8_t ud2[] = { 0x0f, 0x0b };
+	ZydisEncoderRequest r;
+	int d = rnd_dest(g);
+
+	switch (rnd(g, 6)) {
+	case 0:
+	case 1:
+		g->fault_mem = true;
+		gen_simple(g);
+		g->fault_mem = false;
+		break;
+	case 2:
+		g->held |= 1u << d;
+		emit_rr(g, MN(XOR), gpr(d, 4), gpr(d, 4));
+		req_init(&r, chance(g, 50) ? MN(DIV) : MN(IDIV));
+		op_reg(&r, 0, gpr(d, 1 << rnd(g, 4)));
+		emit(g, &r);
+		break;
+	case 3:
+		emit_raw(g, ud2, sizeof(ud2));
+		break;
+	case 4:
+		req_init(&r, chance(g, 50) ? MN(MOVDQA) : MN(MOVAPS));
+		op_reg(&r, chance(g, 50) ? 0 : 1, ZYDIS_REGISTER_XMM0 + rnd(g, 16));
+		op_mem(&r, r.operands[0].type ? 1 : 0, gpr(g->base, 8), ZYDIS_REGISTER_NONE, 0,
+		       rnd_range(g, -64, 63) * 16 + 8, 16);
+		emit(g, &r);
+		break;
+	default:
+		g->held |= 1u << d;
+		emit_ri(g, MN(MOV), gpr(d, 8),
+			(int64_t)(0x8000000000000000ull | (fuzz_rng_next(&g->rng) >> 2)));
+		req_init(&r, MN(MOV));
+		op_reg(&r, 0, gpr(rnd_dest(g), 4));
+		op_mem(&r, 1, gpr(d, 8), ZYDIS_REGISTER_NONE, 0, 0, 4);
+		emit(g, &r);
+		break;
+	}
+}
+
 enum block_kind {
 	BK_SIMPLE, BK_JCC, BK_JMP, BK_LOOPFWD, BK_COUNTED, BK_CALL, BK_PUSH, BK_POP,
 	BK_PUSHF, BK_STRING, BK_DIV, BK_FRAME, BK_RAW, BK_FS, BK_CX16, BK_XLAT,
-	BK_LEACODE, BK_IJMP, BK_GETPC, BK_MOVABS, BK_COUNT
+	BK_LEACODE, BK_IJMP, BK_GETPC, BK_MOVABS, BK_FAULT, BK_COUNT
 };
 
 static const uint8_t main_weight[BK_COUNT] = {
@@ -1599,11 +1661,12 @@ static const uint8_t main_weight[BK_COUNT] = {
 	[BK_CALL] = 5, [BK_PUSH] = 5, [BK_POP] = 5, [BK_PUSHF] = 3, [BK_STRING] = 4,
 	[BK_DIV] = 3, [BK_FRAME] = 2, [BK_RAW] = 3, [BK_FS] = 1, [BK_CX16] = 1,
 	[BK_XLAT] = 1, [BK_LEACODE] = 2, [BK_IJMP] = 3, [BK_GETPC] = 1, [BK_MOVABS] = 1,
+	[BK_FAULT] = 4,
 };
 
 static const uint8_t sub_weight[BK_COUNT] = {
 	[BK_SIMPLE] = 60, [BK_PUSHF] = 4, [BK_STRING] = 4, [BK_DIV] = 3, [BK_RAW] = 3,
-	[BK_FS] = 1, [BK_CX16] = 1, [BK_LEACODE] = 1, [BK_MOVABS] = 1,
+	[BK_FS] = 1, [BK_CX16] = 1, [BK_LEACODE] = 1, [BK_MOVABS] = 1, [BK_FAULT] = 1,
 };
 
 static void gen_block(struct gen *g, const uint8_t *weights)
@@ -1645,6 +1708,7 @@ static void gen_block(struct gen *g, const uint8_t *weights)
 		break;
 	case BK_GETPC: block_getpc(g); break;
 	case BK_MOVABS: block_movabs(g); break;
+	case BK_FAULT: block_fault(g); break;
 	default: gen_simple(g); break;
 	}
 }

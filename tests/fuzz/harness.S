@@ -128,7 +128,7 @@ fuzz_arena:
 
 	.bss
 	.balign	4096
-	.globl	fuzz_scratch, fuzz_ripdata, fuzz_stack, fuzz_in, fuzz_out
+	.globl	fuzz_scratch, fuzz_guard, fuzz_ripdata, fuzz_stack, fuzz_in, fuzz_out
 	.globl	fuzz_code, fuzz_avx512
 /* The flags go through this stack.  It is big, and nothing of ours lies
  * below it, because the tracer's single-step traps on the harness's own
@@ -137,9 +137,13 @@ fuzz_arena:
 fuzz_flag_stack:
 	.zero	65536
 fuzz_flag_stack_top:
-	.zero	64
+	.balign	4096
 fuzz_scratch:
 	.zero	FUZZ_SCRATCH_SIZE
+/* Right after the scratch, a page made inaccessible (fuzz_init): the
+ * generated faults load and store there, through the base or RIP. */
+fuzz_guard:
+	.zero	4096
 fuzz_ripdata:
 	.zero	FUZZ_RIPDATA_SIZE
 fuzz_stack:

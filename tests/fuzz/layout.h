@@ -12,6 +12,7 @@
  * (scratch), RIP-relative (ripdata) and its stack. */
 #define FUZZ_SCRATCH_SIZE	4096
 #define FUZZ_RIPDATA_SIZE	4096
+#define FUZZ_GUARD_SIZE		4096	/* after the scratch: faults */
 /* Below the entry %rsp: room for the sequence's pushes, the red zone and
  * every signal frame and handler frame stacked on it (ASan frames are big). */
 #define FUZZ_STACK_BELOW	65536

@@ -80,6 +80,8 @@ int fuzz_init(void)
 	if (p == MAP_FAILED)
 		return -errno;
 	results = p;
+	if (mprotect(fuzz_guard, FUZZ_GUARD_SIZE, PROT_NONE))
+		return -errno;
 	/* Load the symbol tables of every object once, here: each child
 	 * inherits them instead of reading them again (tens of ms).  No
 	 * probe is registered in this process, ever. */
@@ -132,6 +134,29 @@ static const struct fuzz_seq *tr_seq;
 static struct fuzz_result *tr_res;
 static int tr_prev = -1;
 
+static void regs_from_gregs(const greg_t *g, struct pt_regs *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r15 = (unsigned long)g[REG_R15];
+	r->r14 = (unsigned long)g[REG_R14];
+	r->r13 = (unsigned long)g[REG_R13];
+	r->r12 = (unsigned long)g[REG_R12];
+	r->bp = (unsigned long)g[REG_RBP];
+	r->bx = (unsigned long)g[REG_RBX];
+	r->r11 = (unsigned long)g[REG_R11];
+	r->r10 = (unsigned long)g[REG_R10];
+	r->r9 = (unsigned long)g[REG_R9];
+	r->r8 = (unsigned long)g[REG_R8];
+	r->ax = (unsigned long)g[REG_RAX];
+	r->cx = (unsigned long)g[REG_RCX];
+	r->dx = (unsigned long)g[REG_RDX];
+	r->si = (unsigned long)g[REG_RSI];
+	r->di = (unsigned long)g[REG_RDI];
+	r->ip = (unsigned long)g[REG_RIP];
+	r->flags = (unsigned long)g[REG_EFL] & ~X86_TF;
+	r->sp = (unsigned long)g[REG_RSP];
+}
+
 static void tr_record(const greg_t *g, uint16_t idx)
 {
 	struct fuzz_rec *e;
@@ -141,26 +166,9 @@ static void tr_record(const greg_t *g, uint16_t idx)
 		return;
 	}
 	e = &tr_res->rec[tr_res->nrec++];
-	memset(e, 0, sizeof(*e));
 	e->idx = idx;
-	e->regs.r15 = (unsigned long)g[REG_R15];
-	e->regs.r14 = (unsigned long)g[REG_R14];
-	e->regs.r13 = (unsigned long)g[REG_R13];
-	e->regs.r12 = (unsigned long)g[REG_R12];
-	e->regs.bp = (unsigned long)g[REG_RBP];
-	e->regs.bx = (unsigned long)g[REG_RBX];
-	e->regs.r11 = (unsigned long)g[REG_R11];
-	e->regs.r10 = (unsigned long)g[REG_R10];
-	e->regs.r9 = (unsigned long)g[REG_R9];
-	e->regs.r8 = (unsigned long)g[REG_R8];
-	e->regs.ax = (unsigned long)g[REG_RAX];
-	e->regs.cx = (unsigned long)g[REG_RCX];
-	e->regs.dx = (unsigned long)g[REG_RDX];
-	e->regs.si = (unsigned long)g[REG_RSI];
-	e->regs.di = (unsigned long)g[REG_RDI];
-	e->regs.ip = (unsigned long)g[REG_RIP];
-	e->regs.flags = (unsigned long)g[REG_EFL] & ~X86_TF;
-	e->regs.sp = (unsigned long)g[REG_RSP];
+	e->post = 0;
+	regs_from_gregs(g, &e->regs);
 }
 
 static void tr_sigtrap(int sig, siginfo_t *si, void *ucv)
@@ -207,6 +215,65 @@ static void child_trace(const struct fuzz_seq *s, struct fuzz_result *r)
 	tr_res = r;
 	fuzz_in.flags |= X86_TF;
 	fuzz_run();
+}
+
+/*
+ * The program's own handler for the faults the sequences make on purpose
+ * (gen.c, block_fault): it records what it was given and resumes after the
+ * faulting instruction, as a program that emulates or skips would.  Under
+ * probes it must be given exactly what it is given without.
+ */
+static const struct fuzz_seq *pf_seq;
+static struct fuzz_result *pf_res;
+
+static void prog_fault(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t rip = (uintptr_t)g[REG_RIP];
+	int idx = rip - (uintptr_t)fuzz_arena < FUZZ_ARENA_SIZE ?
+		  fuzz_insn_at(pf_seq, rip - (uintptr_t)fuzz_arena) : -1;
+	struct fuzz_fault *f;
+
+	if (idx < 0 || pf_res->nfaults >= FUZZ_MAX_FAULTS) {
+		/* not one of ours: that is the finding */
+		snprintf(pf_res->msg, sizeof(pf_res->msg),
+			 "the program's handler got signal %d (code %d, addr %p) at %+ld, "
+			 "no instruction of the sequence", sig, si->si_code, si->si_addr,
+			 (long)(rip - (uintptr_t)fuzz_arena));
+		_exit(3);
+	}
+	f = &pf_res->faults[pf_res->nfaults++];
+	f->sig = sig;
+	f->code = si->si_code;
+	f->addr = (uintptr_t)si->si_addr;
+	regs_from_gregs(g, &f->regs);
+	g[REG_RIP] = (greg_t)(rip + pf_seq->insn[idx].len);
+	if (tr_res) {
+		/* The tracer's entry for this instruction: it faulted.  The
+		 * next one gets no trap (no instruction completes before it):
+		 * record it here. */
+		if (tr_res->nrec && tr_res->rec[tr_res->nrec - 1].idx == idx)
+			tr_res->rec[tr_res->nrec - 1].post = FUZZ_REC_FAULTED;
+		tr_prev = fuzz_insn_at(pf_seq, rip + pf_seq->insn[idx].len - (uintptr_t)fuzz_arena);
+		if (tr_prev >= 0)
+			tr_record(g, (uint16_t)tr_prev);
+	}
+}
+
+static void install_prog_fault(const struct fuzz_seq *s, struct fuzz_result *r)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+	struct sigaction sa;
+
+	pf_seq = s;
+	pf_res = r;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 static int register_all(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *mask,
@@ -300,11 +367,13 @@ static void child_iterate(const struct fuzz_seq *s, struct fuzz_result *r, long 
 			child_prepare(s);
 		r->nrec = 0;
 		r->rec_overflow = false;
+		r->nfaults = 0;
 		fuzz_run();
 		child_collect(r);
 		r->iterations++;
 		memset(&d, 0, sizeof(d));
 		if (fuzz_compare_final(s, &results[FM_NATIVE], r, &d) ||
+		    fuzz_compare_faults(&results[FM_NATIVE], r, &d) ||
 		    fuzz_compare_records(s, &results[FM_TRACE], r, false, &d))
 			break;
 		/* with @until: go on until it is set, and a few runs more */
@@ -321,7 +390,13 @@ static void child_probed(const struct fuzz_seq *s, enum fuzz_mode m, const uint8
 
 	ukprobes_set_optimization(opt);
 	fuzz_cur_result = r;
+	/* The program's fault handler, installed before the probes (ukprobes
+	 * then chains to it), or after, in one mode (ukprobes must notice). */
+	if (modes[m].iterate != IT_EARLY)
+		install_prog_fault(s, r);
 	register_all(s, m, mask, r);
+	if (modes[m].iterate == IT_EARLY)
+		install_prog_fault(s, r);
 	if (modes[m].iterate == IT_EARLY) {
 		atomic_store(&opt_done, false);
 		if (pthread_create(&th, NULL, opt_waiter, NULL)) {
@@ -373,11 +448,13 @@ static void run_mode(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *
 	if (!pid) {
 		alarm(CHILD_TIMEOUT);
 		child_prepare(s);
-		if (m == FM_NATIVE)
+		if (m == FM_NATIVE) {
+			install_prog_fault(s, r);
 			fuzz_run();
-		else if (m == FM_TRACE)
+		} else if (m == FM_TRACE) {
+			install_prog_fault(s, r);
 			child_trace(s, r);
-		else
+		} else
 			child_probed(s, m, mask, r);
 		if (!r->done)
 			child_collect(r);
@@ -432,7 +509,7 @@ static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct f
 	}
 	if (ref && !ref->done)
 		return 0;	/* reported already */
-	if (ref && fuzz_compare_final(s, ref, r, d))
+	if (ref && (fuzz_compare_final(s, ref, r, d) || fuzz_compare_faults(ref, r, d)))
 		return 1;
 	if (m == FM_TRACE) {
 		for (unsigned int k = 0; k < r->nrec; k++) {
@@ -627,6 +704,7 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 				st->mismatches++;
 				return 1;
 			}
+			st->faults += results[m].nfaults;
 			continue;
 		}
 		if (check_mode(s, (enum fuzz_mode)m, &results[m],
