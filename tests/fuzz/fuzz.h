@@ -189,6 +189,7 @@ struct fuzz_stats {
 	unsigned long refused;		/* registrations refused */
 	unsigned long mismatches;
 	unsigned long faults;		/* taken on purpose, natively */
+	unsigned long faults_in_detour;	/* in a detour, past the probed insn */
 	unsigned long runs;
 	unsigned long mode_ns[FM_COUNT];	/* wall time per mode (fork to exit) */
 };

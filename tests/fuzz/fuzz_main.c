@@ -27,9 +27,9 @@ static double now(void)
 static void summary(const struct fuzz_stats *st, double secs, unsigned long genfail)
 {
 	printf("fuzz: %lu cases (%lu not generated) in %.1f s: %lu instructions natively "
-	       "(%lu faults), %lu under probes (%.0f/s), %lu handler calls, %lu probes "
+	       "(%lu faults; %lu in detours), %lu under probes (%.0f/s), %lu handler calls, %lu probes "
 	       "(%lu optimized, %lu refused), %lu runs; %lu mismatches\n",
-	       st->cases, genfail, secs, st->insns, st->faults, st->probed_insns,
+	       st->cases, genfail, secs, st->insns, st->faults, st->faults_in_detour, st->probed_insns,
 	       secs > 0 ? (double)st->probed_insns / secs : 0.0, st->hits, st->probes,
 	       st->optimized, st->refused, st->runs, st->mismatches);
 }

@@ -720,6 +720,15 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 				st->insns += results[m].rec[k].idx != FUZZ_REC_EXIT;
 			continue;
 		}
+		/* faults in a detour's copy past the probed instruction: the
+		 * program's handler then resumes inside the optimized region */
+		for (unsigned int k = 0; k < results[m].nfaults; k++) {
+			int f = fuzz_insn_at(s, results[m].faults[k].regs.ip - (uintptr_t)fuzz_arena);
+
+			for (int p = f - 1; f > 0 && p >= 0 &&
+			     s->insn[p].off + 5 > s->insn[f].off; p--)
+				st->faults_in_detour += results[m].optimized[p];
+		}
 		st->hits += (unsigned long)results[m].nrec * results[m].iterations;
 		st->probes += results[m].nprobed;
 		st->optimized += results[m].noptimized;
