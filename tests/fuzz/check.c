@@ -22,14 +22,15 @@
 /* About 20-40 s for the four tests on two cores; a sanitized build runs
  * each case some five times slower, and fewer cases. */
 #ifdef __SANITIZE_ADDRESS__
-#define CASES_PER_TEST	10
+#define CASES_PER_TEST	12
 #else
-#define CASES_PER_TEST	40
+#define CASES_PER_TEST	75
 #endif
 
 static void fuzz_pass(uint64_t seed, unsigned long ncases)
 {
-	struct fuzz_opts o = { .minimize = true };
+	/* Each case runs a third of the probed modes, in turn. */
+	struct fuzz_opts o = { .minimize = true, .rotate = 3 };
 	struct fuzz_stats st = { 0 };
 	struct fuzz_cpu cpu;
 	struct fuzz_rng rng;
@@ -52,10 +53,11 @@ static void fuzz_pass(uint64_t seed, unsigned long ncases)
 		fuzz_case(s, &o, &st);
 	}
 	free(s);
-	fprintf(stderr, "fuzz seed %lu: %lu cases, %lu instructions natively, %lu under probes, "
-		"%lu handler calls, %lu probes (%lu optimized, %lu refused), %lu mismatches\n",
-		(unsigned long)seed, st.cases, st.insns, st.probed_insns, st.hits, st.probes,
-		st.optimized, st.refused, st.mismatches);
+	fuzz_fini();
+	fprintf(stderr, "fuzz seed %lu: %lu cases, %lu instructions natively (%lu faults), "
+		"%lu under probes, %lu handler calls, %lu probes (%lu optimized, %lu refused), "
+		"%lu mismatches\n", (unsigned long)seed, st.cases, st.insns, st.faults,
+		st.probed_insns, st.hits, st.probes, st.optimized, st.refused, st.mismatches);
 	cr_assert_eq(st.mismatches, 0, "%lu mismatches (reproducers above)", st.mismatches);
 	cr_assert_eq(st.cases, ncases, "only %lu of %lu cases generated", st.cases, ncases);
 	cr_assert_gt(st.hits, 0);

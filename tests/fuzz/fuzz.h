@@ -124,9 +124,22 @@ enum fuzz_mode {
 	FM_MOD_OPT,	/* every instruction, optimization on */
 	FM_MOD_SBP,	/* spaced, breakpoints: the reference */
 	FM_MOD_SOPT,	/* the same probes, optimization on */
+	/* Another thread signals this one all the time; the program's handler
+	 * looks at where it was interrupted. */
+	FM_ASYNC_BOOST,	/* every instruction, breakpoints */
+	FM_ASYNC_STEP,	/* every instruction, breakpoints, a post handler */
+	FM_ASYNC_OPT,	/* spaced, optimized */
 	FM_COUNT
 };
 extern const char *const fuzz_mode_name[FM_COUNT];
+
+enum fuzz_async_where {
+	FA_ORIG,	/* at an instruction of the sequence: all is well */
+	FA_CODE,	/* elsewhere in the program's or a library's code */
+	FA_ANON,	/* in anonymous code: a probe's slot or detour */
+	FA_MID,		/* inside an instruction of the sequence: never right */
+	FA_OTHER,
+};
 
 /* A handler's (or the tracer's) view of the registers at a hit. */
 struct fuzz_rec {
@@ -162,6 +175,10 @@ struct fuzz_result {
 	unsigned long nmissed;
 	unsigned int nprobed, noptimized;
 	unsigned int iterations;	/* runs of the sequence (the last is kept) */
+	/* Asynchronous signals, by where the program's handler found the
+	 * thread (enum fuzz_async_where). */
+	unsigned long async[5];
+	uint64_t async_mid;		/* an ip inside an instruction of ours */
 	uint8_t probed[FUZZ_MAX_INSN];
 	uint8_t optimized[FUZZ_MAX_INSN];
 	int16_t reg_err[FUZZ_MAX_INSN];
@@ -190,6 +207,7 @@ struct fuzz_stats {
 	unsigned long mismatches;
 	unsigned long faults;		/* taken on purpose, natively */
 	unsigned long faults_in_detour;	/* in a detour, past the probed insn */
+	unsigned long async[5];		/* asynchronous signals, by where */
 	unsigned long runs;
 	unsigned long mode_ns[FM_COUNT];	/* wall time per mode (fork to exit) */
 };
@@ -198,14 +216,18 @@ struct fuzz_opts {
 	bool verbose;
 	bool minimize;		/* look for the one probe that shows a mismatch */
 	unsigned int only_modes;	/* bit mask of modes to run, 0: all */
+	unsigned int rotate;		/* > 1: case k runs the probed modes m
+					 * with m % rotate == k % rotate */
 	FILE *log;
 };
 
 /* run.c: run every mode of @s and compare.  Returns the number of
  * mismatching modes (0: all agree). */
 int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_stats *st);
-/* Allocate the shared result areas (once, before any case). */
+/* Allocate the shared result areas and close the guard page (once,
+ * before any case); fuzz_fini() opens it again. */
 int fuzz_init(void);
+void fuzz_fini(void);
 
 /* compare.c */
 struct fuzz_diff {

@@ -110,6 +110,7 @@ int main(int argc, char **argv)
 			fuzz_disasm(s, stdout, NULL);
 		fuzz_case(s, &o, &st);
 		summary(&st, now() - t0, 0);
+		fuzz_fini();
 		return st.mismatches ? 1 : 0;
 	}
 	if (max_cases)
@@ -133,11 +134,15 @@ int main(int argc, char **argv)
 		}
 	}
 	summary(&st, now() - t0, genfail);
+	printf("fuzz: asynchronous signals: %lu at an instruction of the sequence, %lu in "
+	       "file code, %lu in anonymous code (slots, detours), %lu elsewhere\n",
+	       st.async[FA_ORIG], st.async[FA_CODE], st.async[FA_ANON], st.async[FA_OTHER]);
 	printf("fuzz: time per run:");
 	for (int m = 0; m < FM_COUNT; m++)
 		if (st.cases)
 			printf(" %s %.1f ms", fuzz_mode_name[m], st.mode_ns[m] / 1e6 / (double)st.cases);
 	printf("\n");
 	free(s);
+	fuzz_fini();
 	return st.mismatches ? 1 : 0;
 }

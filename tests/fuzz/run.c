@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <time.h>
@@ -33,9 +34,11 @@ const char *const fuzz_mode_name[FM_COUNT] = {
 	[FM_OPT_GPR] = "opt-gpr", [FM_OPT_EARLY] = "opt-early", [FM_OPT_FLIP] = "opt-flip",
 	[FM_MOD_BOOST] = "mod-boost", [FM_MOD_STEP] = "mod-step", [FM_MOD_OPT] = "mod-opt",
 	[FM_MOD_SBP] = "mod-sbp", [FM_MOD_SOPT] = "mod-sopt",
+	[FM_ASYNC_BOOST] = "async-boost", [FM_ASYNC_STEP] = "async-step",
+	[FM_ASYNC_OPT] = "async-opt",
 };
 
-enum { IT_ONCE, IT_EARLY, IT_FLIP };
+enum { IT_ONCE, IT_EARLY, IT_FLIP, IT_ASYNC };
 
 /* What each mode does, and what it is compared with. */
 static const struct mode_info {
@@ -65,6 +68,10 @@ static const struct mode_info {
 	[FM_MOD_OPT] = { .modify = true, .opt = true, .ref = FM_MOD_BOOST },
 	[FM_MOD_SBP] = { .modify = true, .sparse = 5, .ref = -1 },
 	[FM_MOD_SOPT] = { .modify = true, .opt = true, .sparse = 5, .ref = FM_MOD_SBP },
+	[FM_ASYNC_BOOST] = { .iterate = IT_ASYNC, .ref = FM_NATIVE, .trace = true },
+	[FM_ASYNC_STEP] = { .post = true, .iterate = IT_ASYNC, .ref = FM_NATIVE, .trace = true },
+	[FM_ASYNC_OPT] = { .opt = true, .sparse = 6, .iterate = IT_ASYNC, .ref = FM_NATIVE,
+			   .trace = true },
 };
 
 /* One per mode, and two spares for minimizing. */
@@ -94,6 +101,12 @@ int fuzz_init(void)
 		}
 	}
 	return 0;
+}
+
+void fuzz_fini(void)
+{
+	/* (LeakSanitizer reads all of .bss at exit) */
+	mprotect(fuzz_guard, FUZZ_GUARD_SIZE, PROT_READ | PROT_WRITE);
 }
 
 static int write_arena(const struct fuzz_seq *s)
@@ -326,6 +339,105 @@ static long long now_ns(void)
 
 static atomic_bool flip_stop, opt_done;
 
+/*
+ * FM_ASYNC_*: another thread sends this one SIGUSR1 every few tens of
+ * microseconds while it runs the sequence; the program's handler notes
+ * where the thread was.  The runs must still agree with the native one,
+ * and no thread may be found inside an instruction of the sequence.
+ */
+static struct fuzz_result *async_res;
+static atomic_bool async_stop_flag;
+static pid_t async_tid;
+#define ASYNC_KEEP 64
+static uint64_t async_other[ASYNC_KEEP];
+static unsigned int async_nother;
+
+static void prog_async(int sig, siginfo_t *si, void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+
+	(void)sig;
+	(void)si;
+	if (rip - (uintptr_t)fuzz_arena < FUZZ_ARENA_SIZE) {
+		if (fuzz_insn_at(pf_seq, rip - (uintptr_t)fuzz_arena) >= 0) {
+			async_res->async[FA_ORIG]++;
+		} else {
+			async_res->async[FA_MID]++;
+			async_res->async_mid = rip;
+		}
+		return;
+	}
+	if (async_nother < ASYNC_KEEP)
+		async_other[async_nother++] = rip;
+	else
+		async_res->async[FA_OTHER]++;
+}
+
+static void *pinger(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&async_stop_flag)) {
+		struct timespec ts = { 0, 10000 };
+
+		syscall(SYS_tgkill, getpid(), async_tid, SIGUSR1);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static pthread_t async_thread;
+
+static void async_start(struct fuzz_result *r)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_async;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	async_res = r;
+	async_tid = (pid_t)syscall(SYS_gettid);
+	atomic_store(&async_stop_flag, false);
+	if (pthread_create(&async_thread, NULL, pinger, NULL))
+		async_thread = 0;
+}
+
+/* Stop the signals; sort the places found outside the sequence with the
+ * maps: code of a file, or anonymous code (a slot, a detour). */
+static void async_stop(struct fuzz_result *r)
+{
+	char line[512];
+	FILE *f;
+
+	atomic_store(&async_stop_flag, true);
+	if (async_thread)
+		pthread_join(async_thread, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	f = fopen("/proc/self/maps", "r");
+	for (unsigned int i = 0; i < async_nother; i++) {
+		enum fuzz_async_where w = FA_OTHER;
+
+		if (f) {
+			rewind(f);
+			while (fgets(line, sizeof(line), f)) {
+				unsigned long lo, hi;
+				char perms[8], path[256] = "";
+
+				if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms,
+					   path) < 3 || async_other[i] < lo || async_other[i] >= hi)
+					continue;
+				w = perms[2] != 'x' ? FA_OTHER : path[0] == '/' ? FA_CODE : FA_ANON;
+				break;
+			}
+		}
+		r->async[w]++;
+	}
+	if (f)
+		fclose(f);
+}
+
 /* FM_OPT_EARLY: tells the iterating thread when the optimizer is done. */
 static void *opt_waiter(void *arg)
 {
@@ -355,8 +467,8 @@ static void *flipper(void *arg)
  * here against the native run and the trace, and the first that differs
  * is the one left in @r.
  */
-static void child_iterate(const struct fuzz_seq *s, struct fuzz_result *r, long long ns,
-			  atomic_bool *until)
+static void child_iterate(const struct fuzz_seq *s, enum fuzz_mode m, struct fuzz_result *r,
+			  long long ns, atomic_bool *until)
 {
 	long long t0 = now_ns();
 	struct fuzz_diff d;
@@ -374,7 +486,7 @@ static void child_iterate(const struct fuzz_seq *s, struct fuzz_result *r, long 
 		memset(&d, 0, sizeof(d));
 		if (fuzz_compare_final(s, &results[FM_NATIVE], r, &d) ||
 		    fuzz_compare_faults(&results[FM_NATIVE], r, &d) ||
-		    fuzz_compare_records(s, &results[FM_TRACE], r, false, &d))
+		    fuzz_compare_records(s, &results[FM_TRACE], r, modes[m].post, &d))
 			break;
 		/* with @until: go on until it is set, and a few runs more */
 		if (until && (!atomic_load(until) || ++after < 3) && now_ns() - t0 < 10 * ns)
@@ -403,7 +515,7 @@ static void child_probed(const struct fuzz_seq *s, enum fuzz_mode m, const uint8
 			snprintf(r->msg, sizeof(r->msg), "pthread_create failed");
 			return;
 		}
-		child_iterate(s, r, 20 * 1000000ll, &opt_done);
+		child_iterate(s, m, r, 20 * 1000000ll, &opt_done);
 		pthread_join(th, NULL);
 	} else if (modes[m].iterate == IT_FLIP) {
 		atomic_store(&flip_stop, false);
@@ -411,9 +523,16 @@ static void child_probed(const struct fuzz_seq *s, enum fuzz_mode m, const uint8
 			snprintf(r->msg, sizeof(r->msg), "pthread_create failed");
 			return;
 		}
-		child_iterate(s, r, 30 * 1000000ll, NULL);
+		child_iterate(s, m, r, 30 * 1000000ll, NULL);
 		atomic_store(&flip_stop, true);
 		pthread_join(th, NULL);
+	} else if (modes[m].iterate == IT_ASYNC) {
+		if (opt)
+			for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
+				usleep(1000);
+		async_start(r);
+		child_iterate(s, m, r, 30 * 1000000ll, NULL);
+		async_stop(r);
 	} else {
 		if (opt)
 			for (int i = 0; i < 50 && ukprobes_wait_optimizer() > 0; i++)
@@ -511,6 +630,13 @@ static int check_mode(const struct fuzz_seq *s, enum fuzz_mode m, const struct f
 		return 0;	/* reported already */
 	if (ref && (fuzz_compare_final(s, ref, r, d) || fuzz_compare_faults(ref, r, d)))
 		return 1;
+	if (r->async[FA_MID]) {
+		snprintf(d->what, sizeof(d->what), "a signal found the thread at %+ld, inside an "
+			 "instruction (%lu times)", (long)(r->async_mid - (uintptr_t)fuzz_arena),
+			 r->async[FA_MID]);
+		d->insn = -1;
+		return 1;
+	}
 	if (m == FM_TRACE) {
 		for (unsigned int k = 0; k < r->nrec; k++) {
 			if (r->rec[k].idx == FUZZ_REC_BAD) {
@@ -666,11 +792,21 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 {
 	uint8_t all[FUZZ_MAX_INSN], masks[FM_COUNT][FUZZ_MAX_INSN];
 	struct fuzz_diff d;
+	unsigned int want = 0;
 	int bad = 0;
 
 	if (write_arena(s)) {
 		fprintf(stderr, "fuzz: cannot write the arena: %s\n", strerror(errno));
 		return 1;
+	}
+	/* The modes to run, and those they are compared with. */
+	for (int m = FM_TRACE + 1; m < FM_COUNT; m++) {
+		if ((o->only_modes && !(o->only_modes & (1u << m))) ||
+		    (o->rotate > 1 && m % o->rotate != st->cases % o->rotate))
+			continue;
+		want |= 1u << m;
+		if (modes[m].ref > FM_TRACE)
+			want |= 1u << modes[m].ref;
 	}
 	memset(all, 0, sizeof(all));
 	memset(all, 1, s->n);
@@ -679,7 +815,7 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 	for (int m = 0; m < FM_COUNT; m++) {
 		const uint8_t *mask = all;
 
-		if (o->only_modes && m > FM_TRACE && !(o->only_modes & (1u << m)))
+		if (m > FM_TRACE && !(want & (1u << m)))
 			continue;
 		if (modes[m].sparse) {
 			sparse_mask(s, 0x5eed0000u + modes[m].sparse, masks[m]);
@@ -729,6 +865,8 @@ int fuzz_case(const struct fuzz_seq *s, const struct fuzz_opts *o, struct fuzz_s
 			     s->insn[p].off + 5 > s->insn[f].off; p--)
 				st->faults_in_detour += results[m].optimized[p];
 		}
+		for (int w = 0; w < 5; w++)
+			st->async[w] += results[m].async[w];
 		st->hits += (unsigned long)results[m].nrec * results[m].iterations;
 		st->probes += results[m].nprobed;
 		st->optimized += results[m].noptimized;
