@@ -52,11 +52,12 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-minimize", no_argument, NULL, 'M' },
+		{ "repeat", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	double limit = -1, t0, last;
 	uint64_t seed = 1, one = 0;
-	unsigned long max_cases = 0, genfail = 0;
+	unsigned long max_cases = 0, genfail = 0, repeat = 1;
 	bool have_one = false;
 	struct fuzz_opts o = { .minimize = true };
 	struct fuzz_stats st = { 0 };
@@ -80,9 +81,10 @@ int main(int argc, char **argv)
 			break;
 		case 'v': o.verbose = true; break;
 		case 'M': o.minimize = false; break;
+		case 'r': repeat = strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: fuzz [--time S] [--seed N] [--cases N] [--case SEED "
-				"[--mode NAME]] [-v] [--no-minimize]\n");
+				"[--mode NAME] [--repeat N]] [-v] [--no-minimize]\n");
 			return 2;
 		}
 	}
@@ -108,7 +110,9 @@ int main(int argc, char **argv)
 		}
 		if (o.verbose)
 			fuzz_disasm(s, stdout, NULL);
-		fuzz_case(s, &o, &st);
+		/* (a timing-dependent mismatch may need many runs to show) */
+		for (unsigned long i = 0; i < repeat && !st.mismatches; i++)
+			fuzz_case(s, &o, &st);
 		summary(&st, now() - t0, 0);
 		fuzz_fini();
 		return st.mismatches ? 1 : 0;

@@ -747,6 +747,19 @@ static void report(const struct fuzz_seq *s, enum fuzz_mode m, const uint8_t *ma
 		fuzz_mode_name[m]);
 	if (o->verbose || d->insn >= 0)
 		print_case(s, &results[m], d->insn, out);
+	if (o->verbose) {
+		const struct fuzz_result *t = &results[FM_TRACE], *r = &results[m];
+
+		fprintf(out, "  trace:");
+		for (unsigned int k = 0; k < t->nrec && k < 200; k++)
+			fprintf(out, " %d%s", t->rec[k].idx == FUZZ_REC_EXIT ? -1 : t->rec[k].idx,
+				t->rec[k].post == FUZZ_REC_FAULTED ? "!" : "");
+		fprintf(out, "\n  hits: ");
+		for (unsigned int k = 0; k < r->nrec && k < 200; k++)
+			fprintf(out, " %u%s", r->rec[k].idx, r->rec[k].post ? "p" : "");
+		fprintf(out, "\n  run %u of the child; nmissed %lu; faults %u\n", r->iterations,
+			r->nmissed, r->nfaults);
+	}
 	if (o->minimize && m != FM_TRACE)
 		minimize(s, m, mask, out);
 	fflush(out);
