@@ -755,6 +755,13 @@ NOKPROBE_SYMBOL(ukp_opt_resume_ip);
  * (it was there before the jump went in), or in the step slot of such a
  * probe (it was about to run the copy, or to jump back into the region).
  * The detour's copy of the same instruction.  0 when @ip is fine.
+ *
+ * Prepared probes too: the optimizer writes the jmp's displacement before
+ * it marks the probe optimized, and a program's signal handler may resume
+ * its thread anywhere (one that skips a faulting instruction resumes it
+ * past the first byte of a region).  The detour's copy is right in both
+ * states; the region's bytes are not while they are being written (found
+ * by tests/fuzz: SIGILL there).
  */
 uintptr_t ukp_opt_redirect(uintptr_t ip)
 {
@@ -765,8 +772,7 @@ uintptr_t ukp_opt_redirect(uintptr_t ip)
 		struct ukp_point *q = ukp_point_lookup(ip - back);
 		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
 
-		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED &&
-		    ip < q->addr + arch_opt_region_len(&op->aop))
+		if (op && ip < q->addr + arch_opt_region_len(&op->aop))
 			return arch_opt_copy_ip(&op->aop, back);
 	}
 	si = ukp_slot_info_at(ip, &slot);
@@ -774,7 +780,7 @@ uintptr_t ukp_opt_redirect(uintptr_t ip)
 		struct ukp_point *q = ukp_point_lookup(si->addr);
 		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
 
-		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED)
+		if (op)
 			return arch_opt_copy_ip(&op->aop, ip - slot);
 	}
 	return 0;
