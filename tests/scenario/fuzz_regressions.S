@@ -46,8 +46,10 @@ END(fzr_jmp)
  * is bad; the program's SIGSEGV handler then does what the load and the
  * first lea would have (rax = x + 7) and resumes at fzr_skip_mid: past the
  * first byte of the region a jump-optimized probe at fzr_skip_p detours.
- * (The fault is outside the region: a fault inside a detour meets another
- * race, which the closing report describes.)
+ * (The fault is outside the region on purpose: a fault inside a detour
+ * that is being freed meets another race, not fixed: the thread's resume
+ * point is then only in its signal frame, which the optimizer's proof
+ * cannot see.)
  */
 FUNC(fzr_skip)
 LABEL(fzr_skip_f)
