@@ -138,7 +138,7 @@ enum fuzz_async_where {
 	FA_CODE,	/* elsewhere in the program's or a library's code */
 	FA_ANON,	/* in anonymous code: a probe's slot or detour */
 	FA_MID,		/* inside an instruction of the sequence: never right */
-	FA_OTHER,
+	FA_OTHER,	/* not sorted (past the first 64 of a run), or no code */
 };
 
 /* A handler's (or the tracer's) view of the registers at a hit. */

@@ -12,7 +12,7 @@ FUZZ_TIME ?= 60
 FUZZ_SEED ?= 1
 
 FUZZ_CFLAGS := $(TEST_CFLAGS) -Itests/fuzz
-FUZZ_COMMON := gen util compare run
+FUZZ_COMMON := gen templates seq util compare modes run child
 FUZZ_OBJS   := $(patsubst %,$(B)/tests/fuzz/%.o,$(FUZZ_COMMON)) \
                $(B)/tests/fuzz/harness.o $(B)/tests/fuzz/handlers_gpr.o
 FUZZ_HDRS   := $(wildcard tests/fuzz/*.h) include/ukprobes.h

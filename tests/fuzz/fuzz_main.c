@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 	}
 	summary(&st, now() - t0, genfail);
 	printf("fuzz: asynchronous signals: %lu at an instruction of the sequence, %lu in "
-	       "file code, %lu in anonymous code (slots, detours), %lu elsewhere\n",
+	       "file code, %lu in anonymous code (slots, detours), %lu not sorted\n",
 	       st.async[FA_ORIG], st.async[FA_CODE], st.async[FA_ANON], st.async[FA_OTHER]);
 	printf("fuzz: time per run:");
 	for (int m = 0; m < FM_COUNT; m++)
