@@ -921,7 +921,12 @@ static void block_pushf(struct gen *g)
 		op_reg(&r, 0, gpr(reg, 8));
 		emit(g, &r);
 	} else {
+		/* nothing %rsp-relative: it could overwrite what popfq loads */
+		bool was = g->no_rsp_mem;
+
+		g->no_rsp_mem = true;
 		gen_simple(g);
+		g->no_rsp_mem = was;
 	}
 	emit0(g, MN(POPFQ));
 	g->depth -= 8;
