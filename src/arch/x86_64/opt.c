@@ -316,7 +316,7 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 		 * below; a call through a pointer to a local label, a C++
 		 * landing pad the unwinder jumps to or a longjmp target are
 		 * not seen, and would land inside the jmp: the region may
-		 * end there, not run on (found by tests/fuzz). */
+		 * end there, not run on (found by tests/arch/x86_64/fuzz). */
 		if (rlen < JMP32_LEN && (an[n - 1].op == X86_OP_RET ||
 					 an[n - 1].op == X86_OP_JMP_REL ||
 					 an[n - 1].op == X86_OP_JMP_IND))
@@ -475,6 +475,16 @@ void arch_release_optimized(struct arch_optinsn *op, bool used)
 size_t arch_opt_region_len(const struct arch_optinsn *op)
 {
 	return op->rlen;
+}
+
+bool arch_opt_single(const struct arch_optinsn *op)
+{
+	return op->single;
+}
+
+bool arch_opt_patchable_entry(const struct arch_optinsn *op)
+{
+	return op->ftrace;
 }
 
 uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op)

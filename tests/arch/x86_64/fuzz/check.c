@@ -14,7 +14,7 @@
  * also fails if the optimizer optimized nothing, so that a pass cannot
  * come from a path that was never taken.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <stdlib.h>
 
 #include "fuzz.h"

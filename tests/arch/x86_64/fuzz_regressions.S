@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_regressions.S - targets for fuzz_regressions.c: the minimized
- * shapes of what the differential fuzzer (tests/fuzz/) found.  Every
+ * shapes of what the differential fuzzer (tests/arch/x86_64/fuzz/) found.  Every
  * function has symbol bounds (FUNC/END); LABEL marks the probe points.
  * Byte counts in comments are the lengths the regions rely on.
  */
