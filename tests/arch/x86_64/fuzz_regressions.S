@@ -46,10 +46,9 @@ END(fzr_jmp)
  * is bad; the program's SIGSEGV handler then does what the load and the
  * first lea would have (rax = x + 7) and resumes at fzr_skip_mid: past the
  * first byte of the region a jump-optimized probe at fzr_skip_p detours.
- * (The fault is outside the region on purpose: a fault inside a detour
- * that is being freed meets another race, not fixed: the thread's resume
- * point is then only in its signal frame, which the optimizer's proof
- * cannot see.)
+ * The fault is outside the region on purpose: the thread reaches the
+ * region's interior only through the handler, never through the jmp or
+ * the breakpoint (fzr_skipin has the fault inside).
  */
 FUNC(fzr_skip)
 LABEL(fzr_skip_f)
@@ -60,5 +59,21 @@ LABEL(fzr_skip_mid)
 	add	$1, %rax			/* 4 */
 	ret
 END(fzr_skip)
+
+/*
+ * long fzr_skipin(long *p, long x): x + 8, the same with the faulting load
+ * inside the region of a jump-optimized probe at fzr_skipin_p: it faults
+ * in the detour's copy, and the program's handler resumes the thread past
+ * it, still inside the region, while the detour may be on its way out.
+ */
+FUNC(fzr_skipin)
+LABEL(fzr_skipin_p)
+	lea	7(%rsi), %rax			/* 4 */
+LABEL(fzr_skipin_f)
+	mov	(%rdi), %rdx			/* 3: faults */
+LABEL(fzr_skipin_mid)
+	add	$1, %rax			/* 4 */
+	ret
+END(fzr_skipin)
 
 	.section .note.GNU-stack, "", @progbits
