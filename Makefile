@@ -5,6 +5,9 @@
 #   make check      the whole test suite (each scenario in its own process)
 #   make check SAN=1   the same under AddressSanitizer + UBSan
 #   make bench      benchmarks: prints a table, writes bench/results.json
+#   make fuzz FUZZ_TIME=600 FUZZ_SEED=7   differential fuzzing of the relocator
+#                   and the detours for a time (x86-64; make check runs a
+#                   short fixed-seed pass)
 #   make install PREFIX=/usr/local DESTDIR=
 #   make check HARNESS=ours   the suite with tests/harness/ instead of Criterion
 #
@@ -160,6 +163,16 @@ deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
 
 -include tests/tests.mk
+# The differential fuzzer of out-of-line execution and detours (make fuzz):
+# for the architectures that have one (tests/arch/ARCH/fuzz/fuzz.mk).
+FUZZ_MK    := $(wildcard tests/arch/$(ARCH)/fuzz/fuzz.mk)
+ifneq ($(FUZZ_MK),)
+include $(FUZZ_MK)
+else
+.PHONY: fuzz
+fuzz:
+	@echo "make fuzz: no differential fuzzer for $(ARCH) (tests/arch/$(ARCH)/fuzz/); nothing run"
+endif
 -include bench/bench.mk
 -include samples/samples.mk
 -include man/man.mk

@@ -311,6 +311,16 @@ int arch_prepare_optimized(struct ukp_point *pt, struct arch_optinsn *op,
 			return -EINVAL;
 		rlen += an[n].len;
 		n++;
+		/* What follows a ret or an unconditional jmp is entered only
+		 * by a branch.  The direct ones of the function are checked
+		 * below; a call through a pointer to a local label, a C++
+		 * landing pad the unwinder jumps to or a longjmp target are
+		 * not seen, and would land inside the jmp: the region may
+		 * end there, not run on (found by tests/arch/x86_64/fuzz). */
+		if (rlen < JMP32_LEN && (an[n - 1].op == X86_OP_RET ||
+					 an[n - 1].op == X86_OP_JMP_REL ||
+					 an[n - 1].op == X86_OP_JMP_IND))
+			return -EINVAL;
 	}
 	if (n > 1 && !whole_function)
 		return -EAGAIN;
