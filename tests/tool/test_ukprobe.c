@@ -436,23 +436,78 @@ Test(ukprobe, latency_histogram)
 	cr_assert(strstr(r.err, "     usecs     "), "%s", r.err);
 }
 
-Test(ukprobe, drops_are_counted_and_reported)
+/* The [LOST N EVENTS] marks of a text trace, summed. */
+static long lost_marks(const char *text)
 {
-	/* A writer that cannot keep up, a 4 KiB buffer: most records are
-	 * dropped, each one counted. */
-	struct res r = sh("UKPROBE_TEST_WRITER_SLEEP_MS=300 $U trace -b 4096 -o $T/t "
-			  "-e 'p:calls:target i=%%di:s64' -- $P/calls count 20000 && wc -l < $T/t");
-	long lines, dropped;
+	long sum = 0;
+
+	for (const char *p = text; (p = strstr(p, "[LOST ")); p += 6)
+		sum += atol(p + 6);
+	return sum;
+}
+
+Test(ukprobe, full_buffers_wait_for_a_slow_output)
+{
+	/* An output that cannot keep up (the command sleeps 50 ms a round)
+	 * and a 4 KiB buffer: the program waits, nothing is lost. */
+	struct res r = sh("UKPROBE_TEST_CONSUMER_SLEEP_MS=50 $U trace -b 4096 -o $T/t "
+			  "-e 'p:calls:target i=%%di:s64' -- $P/calls count 5000 && "
+			  "grep -c '(target+0x0' $T/t && grep -c LOST $T/t");
+
+	cr_assert_eq(r.status, 1, "%s", r.err);	/* grep -c LOST finds none */
+	cr_assert(strstr(r.out, "5000\n0\n"), "%s\n%s", r.out, r.err);
+	cr_assert(!strstr(r.err, "lost"), "%s", r.err);
+}
+
+Test(ukprobe, losses_are_marked_where_they_happened)
+{
+	/* --no-wait: a thread never waits; what its full buffer cannot take
+	 * is counted, and the output says where and how many. */
+	struct res r = sh("UKPROBE_TEST_CONSUMER_SLEEP_MS=300 $U trace --no-wait -b 4096 -o $T/t "
+			  "-e 'p:calls:target i=%%di:s64' -- $P/calls count 20000 && "
+			  "grep -c '(target+0x0' $T/t");
+	char *text;
+	long lines, lost, said;
 	const char *p;
 
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	p = strstr(r.err, "ukprobe: ");
 	cr_assert_not_null(p, "%s", r.err);
-	dropped = atol(p + 9);
-	cr_assert(strstr(r.err, " events dropped"), "%s", r.err);
+	said = atol(p + 9);
+	cr_assert(strstr(r.err, " events lost"), "%s", r.err);
 	lines = atol(strchr(r.out, '\n') + 1);
-	cr_assert_gt(dropped, 0);
-	cr_assert_eq(lines + dropped, 20000, "%ld + %ld", lines, dropped);
+	text = slurp(strcat(strcpy(malloc(300), tdir), "/t"));
+	lost = lost_marks(text);
+	cr_assert_gt(lost, 0);
+	cr_assert_eq(lost, said, "%ld marked, %ld said", lost, said);
+	cr_assert_eq(lines + lost, 20000, "%ld + %ld", lines, lost);
+	/* The marks are in the JSON too. */
+	r = sh("UKPROBE_TEST_CONSUMER_SLEEP_MS=300 $U trace --no-wait -b 4096 --format json "
+	       "-o $T/j -e 'p:calls:target i=%%di:s64' -- $P/calls count 20000 && "
+	       "$PY3 -c 'import json,sys\n"
+	       "n=l=0\n"
+	       "for line in open(sys.argv[1]):\n"
+	       "  o=json.loads(line)\n"
+	       "  if o.get(\"type\")==\"lost\": l+=o[\"lost\"]\n"
+	       "  elif \"event\" in o: n+=1\n"
+	       "print(n+l, l>0)' $T/j");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "20000 True"), "%s\n%s", r.out, r.err);
+}
+
+Test(ukprobe, zero_losses_at_full_speed_into_a_recording)
+{
+	/* As bench/tracer_rate.sh: a tight loop, every call an event, the
+	 * default settings; FILE.ukp, then ukprobe report. */
+	struct res r = sh("$U trace -o $T/t.ukp -e 'p:calls:target i=%%di:s64 j=%%si:x64' "
+			  "-- $P/calls count 1000000 && $U report $T/t.ukp > $T/t && "
+			  "grep -c '(target+0x0' $T/t && grep -c LOST $T/t; "
+			  "sed -n '1p;$p' $T/t");
+
+	cr_assert(strstr(r.out, "1000000\n0\n"), "%s\n%s", r.out, r.err);
+	cr_assert(!strstr(r.err, "lost"), "%s", r.err);
+	cr_assert(strstr(r.out, "p_calls_target_0: (target+0x0/") && strstr(r.out, " i=0 ") &&
+		  strstr(r.out, " i=999999 "), "%s", r.out);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -7,7 +7,9 @@
  * the command passed in the environment, gives the program back the
  * environment the user gave it (agent_env.c), checks and registers the
  * probes with libukprobes (point_check.c: what the command could not check
- * in the files before the program ran) and starts the writer thread.
+ * in the files before the program ran) and describes the process to the
+ * command (meta.c).  Its handlers (handler.c) write binary records into
+ * rings in the memory it shares with the command, which formats them.
  * Definitions on objects not loaded yet are placed when the run-time linker
  * loads them: the audit module (audit.c, LD_AUDIT) calls
  * ukprobe_agent_objects_changed() each time the set of loaded objects is
@@ -16,14 +18,15 @@
  *
  * Processes: fork(), the exec family, posix_spawn(), system(), popen() and
  * _exit() are interposed.
- *  - exec: the records still in the buffers are written first; the new
- *    image is traced again (same process; like strace without -f).
- *  - fork: with --follow-fork the child keeps tracing with its own writer
- *    thread and buffers, and the programs it execs are traced; without it
+ *  - exec: the image's rings go back to the command (their records are
+ *    the command's already); the new image is traced again (same process;
+ *    like strace without -f).
+ *  - fork: with --follow-fork the child keeps tracing with rings of its
+ *    own, and the programs it execs are traced; without it
  *    the child disarms every probe and nothing it execs gets the agent.
  *  - posix_spawn/system/popen start new processes: traced only with
  *    --follow-fork.
- *  - the destructor (and _exit) writes what is left; totals live in the
+ *  - the destructor (and _exit) adds the engine's miss counts to the
  *    shared counters, which the command prints.
  */
 #include <dlfcn.h>
@@ -52,15 +55,11 @@
 
 extern char **environ;
 
-struct agent_conf conf = { .fmt = FMT_TEXT, .out_fd = -1, .shm_fd = -1, .drain_ms = 10 };
+struct agent_conf conf = { .shm_fd = -1 };
 struct tev *tevs;
 int ntevs;
 struct uks *shm;
-struct ring *rings;
-int nrings;
-_Atomic int rings_owned;
 _Atomic int tracing;
-_Atomic int recording;
 
 /* Read by the audit module (through the main program's scope). */
 AGENT_API int ukprobe_agent_ready;
@@ -75,9 +74,9 @@ static pid_t agent_pid;
 static char *env_conf, *env_defs, *env_hists;
 static char *env_conf_next;	/* env_conf for the next image */
 static char *agent_path, *audit_path, *preload_path;
-static int tool_pid, tool_out_fd, tool_shm_fd;
+static int tool_pid, tool_shm_fd;
 static unsigned long tls_surplus;
-static unsigned long long out_dev, out_ino, shm_dev, shm_ino;
+static unsigned long long shm_dev, shm_ino;
 
 /* nmissed already added to the shared counters (fork children inherit
  * the parent's counts). */
@@ -152,15 +151,8 @@ static void parse_conf(const char *s)
 		if (!v)
 			continue;
 		*v++ = '\0';
-		if (!strcmp(kv, "out"))
-			conf.out_fd = atoi(v);
-		else if (!strcmp(kv, "shm"))
+		if (!strcmp(kv, "shm"))
 			conf.shm_fd = atoi(v);
-		else if (!strcmp(kv, "fmt"))
-			conf.fmt = !strcmp(v, "json") ? FMT_JSON :
-				   !strcmp(v, "perfetto") ? FMT_PERFETTO : FMT_TEXT;
-		else if (!strcmp(kv, "buf"))
-			conf.bufsize = strtoull(v, NULL, 0);
 		else if (!strcmp(kv, "follow"))
 			conf.follow = atoi(v);
 		else if (!strcmp(kv, "events"))
@@ -169,12 +161,6 @@ static void parse_conf(const char *s)
 			conf.latency = atoi(v);
 		else if (!strcmp(kv, "initial"))
 			conf.initial = atoi(v);
-		else if (!strcmp(kv, "drain"))
-			conf.drain_ms = (unsigned int)atoi(v);
-		else if (!strcmp(kv, "wsleep"))
-			conf.writer_sleep_ms = (unsigned int)atoi(v);
-		else if (!strcmp(kv, "outpath"))
-			conf.out_path = strdup(v);
 		else if (!strcmp(kv, "agent"))
 			agent_path = strdup(v);
 		else if (!strcmp(kv, "preload"))
@@ -183,20 +169,14 @@ static void parse_conf(const char *s)
 			audit_path = strdup(v);
 		else if (!strcmp(kv, "toolpid"))
 			tool_pid = atoi(v);
-		else if (!strcmp(kv, "toolout"))
-			tool_out_fd = atoi(v);
 		else if (!strcmp(kv, "toolshm"))
 			tool_shm_fd = atoi(v);
 		else if (!strcmp(kv, "tls"))
 			tls_surplus = strtoul(v, NULL, 0);
-		else if (!strcmp(kv, "outid"))
-			sscanf(v, "%llu:%llu", &out_dev, &out_ino);
 		else if (!strcmp(kv, "shmid"))
 			sscanf(v, "%llu:%llu", &shm_dev, &shm_ino);
 	}
 	free(copy);
-	if (!conf.drain_ms)
-		conf.drain_ms = 10;
 }
 
 static bool fd_is(int fd, unsigned long long dev, unsigned long long ino)
@@ -236,37 +216,6 @@ static int find_fd(int fd, unsigned long long dev, unsigned long long ino,
 		nfd = hi;
 	}
 	return nfd;
-}
-
-/*
- * The output descriptor, if it is still ours; if the program closed it (or
- * reused its number), a new one through the command's /proc/PID/fd or the
- * -o path, at a new number.  -1 if there is none.
- */
-int agent_output_fd(void)
-{
-	int fd;
-
-	if (fd_is(conf.out_fd, out_dev, out_ino))
-		return conf.out_fd;
-	fd = find_fd(-1, out_dev, out_ino, tool_out_fd, O_WRONLY | O_APPEND);
-	if (fd < 0 && conf.out_path) {
-		int nfd = open(conf.out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-
-		if (nfd >= 0 && fd_is(nfd, out_dev, out_ino)) {
-			fd = fcntl(nfd, F_DUPFD_CLOEXEC, 700);
-			if (fd >= 0)
-				close(nfd);
-			else
-				fd = nfd;
-		} else if (nfd >= 0) {
-			close(nfd);
-		}
-	}
-	if (fd >= 0 && conf.follow)
-		fcntl(fd, F_SETFD, 0);
-	conf.out_fd = fd;
-	return fd;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -334,8 +283,8 @@ static int setup_events(const char *defs, const char *hists)
 		t->is_ret = t->ev.kind == PE_RETURN;
 		for (int i = 0; i < t->ev.nargs; i++)
 			max += 8 + REC_ALIGN(fetch_arg_size(&t->ev.args[i]));
-		if (max > conf.bufsize / 2)
-			max = conf.bufsize / 2;
+		if (max > shm->ring_size / 2)
+			max = shm->ring_size / 2;
 		t->max_rec = (uint32_t)REC_ALIGN(max);
 		for (int h = 0; h < UKS_MAX_HISTS; h++) {
 			t->hist_arg[h] = -1;
@@ -537,22 +486,22 @@ AGENT_API void ukprobe_agent_objects_changed(void)
 		return;
 	agent_enter();
 	place_pending();
+	meta_objects_changed();
 	agent_leave();
 }
 
 /*
- * dlclose() is about to unmap the object name: write the records that point
- * into it while they can be symbolized, and take its probes out, to place
- * them again if it comes back (libukprobes does not follow unloading).
+ * dlclose() is about to unmap the object name: take its probes out, to
+ * place them again if it comes back (libukprobes does not follow
+ * unloading), and tell the command, which symbolizes what was recorded
+ * until now with the object (the records are read in order).
  */
 AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
 {
-	(void)base;
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid || !name)
 		return;
 	agent_enter();
-	if (conf.events)
-		writer_flush();
+	meta_object_gone(base);
 	for (int i = 0; i < ntevs; i++) {
 		struct tev *t = &tevs[i];
 
@@ -572,38 +521,6 @@ AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
 /* ------------------------------------------------------------------------ */
 /* Start and end                                                             */
 /* ------------------------------------------------------------------------ */
-
-static size_t pow2_at_least(size_t v)
-{
-	size_t p = 4096;
-
-	while (p < v && p < ((size_t)1 << 40))
-		p <<= 1;
-	return p;
-}
-
-static int setup_rings(void)
-{
-	size_t total;
-	char *mem;
-
-	total = (size_t)DEFAULT_RINGS * conf.bufsize;
-	mem = mmap(NULL, total, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED)
-		return -errno;
-	rings = calloc(DEFAULT_RINGS, sizeof(*rings));
-	if (!rings) {
-		munmap(mem, total);
-		return -ENOMEM;
-	}
-	nrings = DEFAULT_RINGS;
-	for (int i = 0; i < nrings; i++) {
-		rings[i].size = conf.bufsize;
-		rings[i].data = mem + (size_t)i * conf.bufsize;
-	}
-	return 0;
-}
 
 static void diag(const char *msg)
 {
@@ -627,7 +544,6 @@ __attribute__((constructor)) static void agent_init(void)
 	env_defs = env_copy("UKPROBE_AGENT_DEFS");
 	env_hists = env_copy("UKPROBE_AGENT_HISTS");
 	parse_conf(c);
-	conf.bufsize = pow2_at_least(conf.bufsize ? conf.bufsize : 256 * 1024);
 	defs = strdup(defs);
 	hists = hists ? strdup(hists) : NULL;
 	/* GLIBC_TUNABLES: the command sets it with the audit module only. */
@@ -649,29 +565,27 @@ __attribute__((constructor)) static void agent_init(void)
 		shm = NULL;
 		goto out;
 	}
-	conf.shm_fd = fd;
-	conf.out_fd = find_fd(conf.out_fd, out_dev, out_ino, tool_out_fd, O_WRONLY | O_APPEND);
-	if (conf.out_fd < 0 && conf.events) {
-		agent_note_error("pid %d: lost the output descriptor", getpid());
-		conf.events = false;
+	/* The rings follow the counters: map the whole. */
+	m = mmap(NULL, shm->total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+		 fd, 0);
+	munmap(shm, sizeof(struct uks));
+	if (m == MAP_FAILED) {
+		shm = NULL;
+		diag("ukprobe: agent: cannot map the record buffers; not tracing\n");
+		goto out;
 	}
-	/* Without --follow-fork only an exec of this process inherits them
+	shm = m;
+	conf.shm_fd = fd;
+	/* Without --follow-fork only an exec of this process inherits it
 	 * (before_exec() clears close-on-exec for it). */
 	fcntl(conf.shm_fd, F_SETFD, conf.follow ? 0 : FD_CLOEXEC);
-	if (conf.out_fd >= 0)
-		fcntl(conf.out_fd, F_SETFD, conf.follow ? 0 : FD_CLOEXEC);
-	if (asprintf(&env_conf_next, "%s\ninitial=0\nout=%d\nshm=%d", env_conf,
-		     conf.out_fd, conf.shm_fd) < 0)
+	if (asprintf(&env_conf_next, "%s\ninitial=0\nshm=%d", env_conf, conf.shm_fd) < 0)
 		env_conf_next = env_conf;
-	if (setup_rings()) {
-		agent_note_error("pid %d: no memory for the buffers", getpid());
-		conf.events = false;
-	}
 	if (setup_events(defs, hists))
 		goto out;
 	agent_pid = getpid();
 	atomic_fetch_add(&shm->processes, 1);
-	atomic_store(&recording, 1);
+	meta_start();
 	atomic_store(&tracing, 1);
 	agent_state = AGENT_TRACING;
 
@@ -686,23 +600,20 @@ __attribute__((constructor)) static void agent_init(void)
 		atomic_store(&shm->fatal, 1);
 		syscall(SYS_exit_group, 127);
 	}
-	if (conf.events && writer_start())
-		agent_note_error("pid %d: cannot start the writer thread", getpid());
 	ukprobe_agent_ready = 1;
 out:
 	agent_leave();
 }
 
-/* At exit: write what the buffers hold.  from_exit: called by _exit(),
- * maybe from a signal handler: bounded, nothing that may take a lock the
- * interrupted code holds in this thread. */
-static void agent_finish(bool from_exit)
+/*
+ * At exit: the engine's miss counts go to the shared counters.  The records
+ * need nothing: they are in the command's memory already.  Called by
+ * _exit() too, maybe from a signal handler: only loads and atomic adds.
+ */
+static void agent_finish(void)
 {
 	agent_enter();
 	account_missed();
-	if (conf.events)
-		writer_stop(from_exit ? 1000 : 5000, !from_exit);
-	atomic_store(&recording, 0);
 	agent_leave();
 }
 
@@ -710,9 +621,7 @@ __attribute__((destructor)) static void agent_fini(void)
 {
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return;
-	agent_finish(false);
-	agent_state = AGENT_OFF;
-	atomic_store(&tracing, 0);
+	agent_finish();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -732,25 +641,23 @@ AGENT_API pid_t fork(void)
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return real_fork();
 	agent_enter();
-	writer_lock_for_fork();
 	lobjs_lock();
 	pid = real_fork();
 	lobjs_unlock();
-	writer_unlock_after_fork(pid == 0);
 	if (pid == 0) {
 		agent_pid = getpid();
+		/* The rings this thread knew are the parent's. */
+		agent_rings_after_fork();
 		if (conf.follow) {
-			agent_rings_after_fork(true);
 			for (int i = 0; i < ntevs && missed_base; i++)
 				missed_base[i] = tev_missed(&tevs[i]);
-			if (conf.events && writer_start())
-				agent_note_error("pid %d: cannot start the writer thread", getpid());
+			atomic_fetch_add(&shm->processes, 1);
+			meta_after_fork();
 		} else {
 			/* Stop tracing: the probes are disarmed in this
 			 * address space, the parent's stay. */
 			atomic_store(&tracing, 0);
 			agent_state = AGENT_CHILD_OFF;
-			agent_rings_after_fork(false);
 			ukprobes_set_enabled(0);
 		}
 	}
@@ -788,21 +695,20 @@ static void child_env(char *const env[], char **out, char (*bufs)[AGENT_ENV_BUF]
 	agent_env_child(&ae, env, out, bufs);
 }
 
-/* Called before an exec of this process: write what the buffers hold, and
- * let the new image inherit the descriptors if it will trace (traced). */
+/* Called before an exec of this process: the rings of this image go back
+ * to the command once it has read them (what they hold is recorded
+ * already), and the new image inherits the descriptor if it will trace
+ * (traced). */
 static void before_exec(bool traced)
 {
 	if (getpid() != agent_pid)
-		return;	/* a vfork child: the parent's writer goes on */
+		return;	/* a vfork child: the parent's rings */
 	agent_enter();
 	account_missed();
-	if (conf.events)
-		writer_flush();
-	if (!conf.follow && traced) {
+	agent_ring_retire();
+	meta_retire();
+	if (!conf.follow && traced)
 		fcntl(conf.shm_fd, F_SETFD, 0);
-		if (conf.out_fd >= 0)
-			fcntl(conf.out_fd, F_SETFD, 0);
-	}
 	agent_leave();
 }
 
@@ -811,10 +717,12 @@ static void after_failed_exec(bool traced)
 {
 	int e = errno;
 
-	if (getpid() == agent_pid && !conf.follow && traced) {
-		fcntl(conf.shm_fd, F_SETFD, FD_CLOEXEC);
-		if (conf.out_fd >= 0)
-			fcntl(conf.out_fd, F_SETFD, FD_CLOEXEC);
+	if (getpid() == agent_pid) {
+		if (!conf.follow && traced)
+			fcntl(conf.shm_fd, F_SETFD, FD_CLOEXEC);
+		agent_enter();
+		meta_start();
+		agent_leave();
 	}
 	errno = e;
 }
@@ -1059,7 +967,7 @@ AGENT_API void _exit(int status)
 {
 	REAL(_exit);
 	if (agent_state == AGENT_TRACING && getpid() == agent_pid) {
-		agent_finish(true);
+		agent_finish();
 		agent_state = AGENT_OFF;
 	}
 	real__exit(status);

@@ -24,11 +24,15 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/futex.h>
 #include <unistd.h>
 
 #include "probe_events.h"
 #include "agent_env.h"
+#include "consume.h"
+#include "format.h"
 #include "fetch.h"
 #include "json.h"
 #include "prog_objs.h"
@@ -36,6 +40,7 @@
 #include "shm.h"
 #include "syms.h"
 #include "tool.h"
+#include "ukp_file.h"
 
 #ifndef UKPROBE_VERSION
 #define UKPROBE_VERSION "0.1.0"
@@ -45,6 +50,9 @@
 #endif
 
 #define AGENT_NAME	"libukprobe-agent.so"
+/* Rings in the pool: threads (and processes, one each for their
+ * descriptions) recording at once; those of exited threads are reused. */
+#define DEFAULT_RINGS	1024
 #define AUDIT_NAME	"libukprobe-audit.so"
 
 /* ------------------------------------------------------------------------ */
@@ -60,6 +68,7 @@ static const char usage_main[] =
 "Commands:\n"
 "  trace         start a program with probes in place; print its events\n"
 "  latency       histogram of the durations of a function's calls\n"
+"  report        format a recording (trace -o FILE.ukp)\n"
 "  list-symbols  the function symbols of an object file\n"
 "  check         parse and resolve definitions without running anything\n"
 "  help [CMD]    this text, or a command's\n"
@@ -78,9 +87,11 @@ static const char usage_trace[] =
 "                           r[MAXACTIVE][:[GRP/]EVENT] [OBJ:]SYM[+0] [ARGS]\n"
 "                         ARGS: [NAME=]FETCHARG[:TYPE] ... (see ukprobe(1))\n"
 "  -f, --file FILE        definitions from FILE, one per line ('#' comments)\n"
-"  -o, --output FILE      write events and summaries to FILE (default stderr)\n"
-"      --format FMT       text (default), json (one object per line) or\n"
-"                         perfetto (Chrome trace JSON for ui.perfetto.dev)\n"
+"  -o, --output FILE      write events and summaries to FILE (default stderr);\n"
+"                         FILE.ukp: the binary records, for ukprobe report\n"
+"      --format FMT       text (default), json (one object per line),\n"
+"                         perfetto (Chrome trace JSON for ui.perfetto.dev) or\n"
+"                         ukp (binary records, the fastest: see report)\n"
 "  -c, --count            count hits per event; print the counts at the end\n"
 "                         (instead of the events, unless --events)\n"
 "  -H, --hist NAME        log2 histogram of the argument NAME (or EVENT.NAME)\n"
@@ -88,6 +99,8 @@ static const char usage_trace[] =
 "      --events           print the events too with --count or --hist\n"
 "  -F, --follow-fork      trace the children too (fork, and what they exec)\n"
 "  -b, --buffer-size N    bytes of buffer per thread (default 1M; K, M)\n"
+"      --no-wait          lose events (counted, marked) rather than let a\n"
+"                         thread wait when its buffer is full\n"
 "  -v, --verbose          say where probes were placed, more statistics\n"
 "  -h, --help             this text\n"
 "\n"
@@ -113,6 +126,17 @@ static const char usage_latency[] =
 "\n"
 "Example:\n"
 "  ukprobe latency libz.so.1:deflate -- gzip -c file\n";
+
+static const char usage_report[] =
+"Usage: ukprobe report [OPTIONS] FILE.ukp\n"
+"\n"
+"Format a recording made with ukprobe trace -o FILE.ukp (the records as the\n"
+"probes wrote them, formatted now, as perf report does for perf record):\n"
+"the events merged by time, then the summaries of the run.\n"
+"\n"
+"      --format FMT       text (default), json or perfetto\n"
+"  -o, --output FILE      write to FILE (default stdout)\n"
+"  -h, --help             this text\n";
 
 static const char usage_list[] =
 "Usage: ukprobe list-symbols [OPTIONS] [OBJ] [PATTERN]\n"
@@ -152,6 +176,8 @@ static void print_usage(const char *cmd, FILE *out)
 		fputs(usage_list, out);
 	else if (!strcmp(cmd, "check"))
 		fputs(usage_check, out);
+	else if (!strcmp(cmd, "report"))
+		fputs(usage_report, out);
 	else
 		fputs(usage_main, out);
 }
@@ -395,13 +421,35 @@ static int high_fd(int fd)
 }
 
 static volatile sig_atomic_t child_pid;
+static struct uks *volatile run_shm;
 
-static void on_signal(int sig)
+static void wake_consumer(void)
 {
-	/* SIGINT/SIGQUIT from a terminal reach the program as well: only
-	 * pass on what was sent to us alone. */
-	if (child_pid > 0 && sig != SIGINT && sig != SIGQUIT)
+	struct uks *shm = run_shm;
+
+	if (shm) {
+		atomic_fetch_add(&shm->consumer_wake, 1);
+		syscall(SYS_futex, (uint32_t *)&shm->consumer_wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+}
+
+/*
+ * A signal for ukprobe.  One the terminal sent (Ctrl-C, Ctrl-\\: si_code
+ * SI_KERNEL) reached the program's process group too: the program decides,
+ * and ukprobe writes everything when it ends.  One sent to ukprobe alone
+ * (kill: SI_USER, SI_QUEUE) is passed on to the program, as if ukprobe
+ * were not there.
+ */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int e = errno;
+
+	(void)uc;
+	if (sig == SIGCHLD)
+		wake_consumer();
+	else if (child_pid > 0 && si->si_code != SI_KERNEL)
 		kill(child_pid, sig);
+	errno = e;
 }
 
 struct run_opts {
@@ -411,7 +459,9 @@ struct run_opts {
 	bool count, events, follow, verbose, latency;
 	char *hists[UKS_MAX_HISTS];
 	int nhists;
-	size_t bufsize;
+	size_t bufsize;		/* bytes per ring, power of 2 */
+	size_t nrings;
+	bool no_wait;
 	unsigned long long unit_div;
 	const char *unit;
 	char **argv;		/* CMD ARGS */
@@ -465,17 +515,6 @@ static void print_event_error(const struct run_opts *o, int i, const struct uks_
 	}
 }
 
-static int fmt_of(const char *s)
-{
-	if (!s || !strcmp(s, "text"))
-		return 0;
-	if (!strcmp(s, "json"))
-		return 1;
-	if (!strcmp(s, "perfetto") || !strcmp(s, "chrome"))
-		return 2;
-	return -1;
-}
-
 static bool numeric(const struct pe_arg *a)
 {
 	if (a->array_len)
@@ -498,48 +537,6 @@ static bool hist_matches(const struct pe_event *ev, const struct pe_arg *a, cons
 	       !strncmp(ev->event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
 }
 
-static void print_summary(struct run_opts *o, struct uks *shm, struct pe_event *evs,
-			  FILE *out, int fmt)
-{
-	FILE *sout = fmt == 2 ? stderr : out;
-
-	if (o->count) {
-		if (fmt == 1) {
-			fprintf(sout, "{\"type\":\"counts\",\"counts\":{");
-			for (int i = 0; i < o->defs.n; i++) {
-				fputs(i ? "," : "", sout);
-				json_fputq(sout, evs[i].event);
-				fprintf(sout, ":%llu", (unsigned long long)atomic_load(&shm->ev[i].hits));
-			}
-			fprintf(sout, "}}\n");
-		} else {
-			for (int i = 0; i < o->defs.n; i++)
-				fprintf(sout, "@count[%s]: %llu\n", evs[i].event,
-					(unsigned long long)atomic_load(&shm->ev[i].hits));
-			fprintf(sout, "\n");
-		}
-	}
-	for (int h = 0; h < o->nhists; h++) {
-		if (fmt == 1)
-			report_hist_json(sout, o->hists[h], &shm->hist[h]);
-		else
-			report_hist(sout, o->hists[h], &shm->hist[h]);
-	}
-	if (o->latency) {
-		for (int i = 0; i < o->defs.n; i++) {
-			char name[600];
-
-			snprintf(name, sizeof(name), "%s%s%s", evs[i].object,
-				 evs[i].object[0] ? ":" : "", evs[i].symbol);
-			if (fmt == 1)
-				report_latency_json(sout, name, &shm->ev[i].lat, o->unit_div, o->unit);
-			else
-				report_latency(sout, name, &shm->ev[i].lat, o->unit_div, o->unit);
-		}
-	}
-	fflush(sout);
-}
-
 /* Warnings: never silent about what was not traced. */
 static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *evs, int status)
 {
@@ -558,15 +555,16 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 	}
 
 	if (drops + nobuf) {
-		fprintf(stderr, "ukprobe: %llu events dropped", drops + nobuf);
+		fprintf(stderr, "ukprobe: %llu events lost", drops + nobuf);
 		if (drops && nobuf)
 			fprintf(stderr, " (%llu to full buffers, %llu for want of a free buffer)",
 				drops, nobuf);
 		else if (drops)
-			fprintf(stderr, " (buffers full: try a larger --buffer-size)");
+			fprintf(stderr, " (buffers full while the output could not keep up%s)",
+				atomic_load(&shm->no_wait) ? ", --no-wait" : "");
 		else
 			fprintf(stderr, " (no free per-thread buffer)");
-		fputc('\n', stderr);
+		fprintf(stderr, "; the output marks where ([LOST N EVENTS])\n");
 		for (int i = 0; i < o->defs.n; i++) {
 			unsigned long long d = atomic_load(&shm->ev[i].dropped);
 
@@ -605,31 +603,46 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 	if (atomic_load(&shm->write_errors))
 		fprintf(stderr, "ukprobe: %llu writes of the output failed\n",
 			(unsigned long long)atomic_load(&shm->write_errors));
-	if (o->verbose && atomic_load(&shm->lost_exit))
-		fprintf(stderr, "ukprobe: %llu hits after the last flush at exit were counted, "
-			"not written\n", (unsigned long long)atomic_load(&shm->lost_exit));
 	return never;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
 }
 
 static int run(struct run_opts *o)
 {
 	struct pe_event *evs = NULL;
 	char *agent, *audit;
-	int fmt = fmt_of(o->format), out_fd, shm_fd, status = 0;
+	int fmt, out_fd, shm_fd, status = 0;
 	unsigned long tls;
 	char *preload;
 	struct uks *shm;
-	struct stat ost, sst;
+	struct stat sst;
+	size_t shm_hdr, rings_sz, total;
+	struct objmaps *objmaps;
+	struct fmt_ctx fc;
+	struct consumer cons;
 	FILE *out;
 	pid_t pid;
 	char conf[8192];
 	struct sigaction sa;
 
+	/* -o FILE.ukp: the records as they are, unless a format is asked. */
+	fmt = fmt_parse(o->format ? o->format :
+			o->output && ends_with(o->output, ".ukp") ? "ukp" : "text");
 	if (fmt < 0) {
-		tool_err("unknown format '%s' (text, json, perfetto)", o->format);
+		tool_err("unknown format '%s' (text, json, perfetto, ukp)", o->format);
 		return 2;
 	}
-	if (o->latency && fmt == 2) {
+	if (fmt == FMT_UKP && !o->output) {
+		tool_err("--format ukp writes a file: give it with -o FILE.ukp");
+		return 2;
+	}
+	if (o->latency && fmt == FMT_PERFETTO) {
 		tool_err("latency: formats text and json only");
 		return 2;
 	}
@@ -676,28 +689,61 @@ static int run(struct run_opts *o)
 		tool_err("cannot find %s: probes on objects loaded by dlopen() will be placed "
 			 "at the next load only", AUDIT_NAME);
 
-	/* The output: a file, or our stderr. */
+	/* The output: a file, or our stderr; FILE.ukp gets the records as
+	 * they are, for `ukprobe report`. */
 	if (o->output) {
-		out_fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+		out_fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (out_fd < 0) {
 			tool_err("%s: %s", o->output, strerror(errno));
 			return 2;
 		}
+		out = fdopen(out_fd, "w");
 	} else {
+		/* Our stderr, buffered: the lines go out whole, a round at a
+		 * time. */
 		out_fd = dup(2);
-		if (out_fd < 0) {
-			tool_err("dup: %s", strerror(errno));
+		out = out_fd >= 0 ? fdopen(out_fd, "w") : NULL;
+		if (out)
+			fcntl(out_fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (!out) {
+		tool_err("%s: %s", o->output, strerror(errno));
+		return 2;
+	}
+	if (fmt == FMT_UKP) {
+		char *hdr = NULL;
+		size_t hlen = 0;
+		FILE *h = open_memstream(&hdr, &hlen);
+
+		if (!h)
+			return 2;
+		fprintf(h, "tool=ukprobe %s\ncount=%d\nevents=%d\nlatency=%d\nunit=%s\nunit_div=%llu\n",
+			UKPROBE_VERSION, o->count, o->events, o->latency, o->unit ? o->unit : "nsecs",
+			o->unit_div ? o->unit_div : 1);
+		for (int i = 0; i < o->defs.n; i++)
+			fprintf(h, "def=%s\n", o->defs.v[i]);
+		for (int i = 0; i < o->nhists; i++)
+			fprintf(h, "hist=%s\n", o->hists[i]);
+		fclose(h);
+		if (ukp_write_header(out_fd, hdr)) {
+			tool_err("%s: %s", o->output, strerror(errno));
 			return 2;
 		}
+		free(hdr);
 	}
-	out_fd = high_fd(out_fd);
-	shm_fd = memfd_create("ukprobe", 0);
-	if (shm_fd < 0 || ftruncate(shm_fd, sizeof(struct uks))) {
+
+	/* The counters and the rings the agents share with us. */
+	shm_fd = memfd_create("ukprobe", MFD_CLOEXEC);
+	shm_hdr = ((sizeof(struct uks) + 4095) & ~(size_t)4095);
+	rings_sz = ((o->nrings * sizeof(struct uks_ring)) + 4095) & ~(size_t)4095;
+	total = shm_hdr + rings_sz + o->nrings * o->bufsize;
+	if (shm_fd < 0 || ftruncate(shm_fd, (off_t)total)) {
 		tool_err("memfd: %s", strerror(errno));
 		return 2;
 	}
+	fcntl(shm_fd, F_SETFD, 0);
 	shm_fd = high_fd(shm_fd);
-	shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
+	shm = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, shm_fd, 0);
 	if (shm == MAP_FAILED) {
 		tool_err("mmap: %s", strerror(errno));
 		return 2;
@@ -706,45 +752,49 @@ static int run(struct run_opts *o)
 	shm->version = UKS_VERSION;
 	shm->nevents = (uint32_t)o->defs.n;
 	shm->nhists = (uint32_t)o->nhists;
-	fstat(out_fd, &ost);
+	shm->nrings = (uint32_t)o->nrings;
+	shm->ring_size = (uint32_t)o->bufsize;
+	shm->rings_off = shm_hdr;
+	shm->data_off = shm_hdr + rings_sz;
+	shm->total_size = total;
+	shm->no_wait = o->no_wait;
 	fstat(shm_fd, &sst);
-	out = fdopen(dup(out_fd), "w");
-	if (!out)
-		out = stderr;
-	if (fmt == 2 && !o->latency) {
-		fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-		fflush(out);
-	}
 
 	{
 		size_t len = 0;
-		char *realout = o->output ? realpath(o->output, NULL) : NULL;
 
 		len += (size_t)snprintf(conf + len, sizeof(conf) - len,
-			"out=%d\nshm=%d\nfmt=%s\nbuf=%zu\nfollow=%d\nevents=%d\nlatency=%d\n"
-			"initial=1\nagent=%s\npreload=%s\ntoolpid=%d\ntoolout=%d\ntoolshm=%d\ntls=%lu\n"
-			"outid=%llu:%llu\nshmid=%llu:%llu\n",
-			out_fd, shm_fd, fmt == 1 ? "json" : fmt == 2 ? "perfetto" : "text",
-			o->bufsize, o->follow, o->events, o->latency, agent, preload, (int)getpid(),
-			out_fd, shm_fd, tls, (unsigned long long)ost.st_dev,
-			(unsigned long long)ost.st_ino, (unsigned long long)sst.st_dev,
-			(unsigned long long)sst.st_ino);
+			"shm=%d\nfollow=%d\nevents=%d\nlatency=%d\n"
+			"initial=1\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
+			"shmid=%llu:%llu\n",
+			shm_fd, o->follow, o->events, o->latency, agent, preload, (int)getpid(),
+			shm_fd, tls, (unsigned long long)sst.st_dev, (unsigned long long)sst.st_ino);
 		if (audit)
 			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "audit=%s\n", audit);
-		if (realout)
-			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "outpath=%s\n", realout);
-		if (getenv("UKPROBE_TEST_WRITER_SLEEP_MS"))
-			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "wsleep=%s\n",
-						getenv("UKPROBE_TEST_WRITER_SLEEP_MS"));
-		free(realout);
 		if (len >= sizeof(conf)) {
 			tool_err("paths too long");
 			return 2;
 		}
 	}
 
+	objmaps = objmaps_new();
+	fmt_init(&fc, (enum out_format)fmt, out, evs, o->defs.n, objmaps);
+	fmt_begin(&fc);
+	fflush(out);
+	consumer_init(&cons, shm, &fc, fmt == FMT_UKP ? out_fd : -1);
+	run_shm = shm;
+
 	if (o->follow)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -757,6 +807,12 @@ static int run(struct run_opts *o)
 		char *defs = NULL, *hists = NULL, *v;
 		size_t dl = 0, hl = 0;
 
+		/* The program gets the signal dispositions ukprobe had. */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
 		/* A program the agent cannot start in (static, set-user-ID)
 		 * runs with the environment as it is; the end says that
 		 * nothing was traced. */
@@ -800,34 +856,46 @@ exec:
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	child_pid = pid;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			tool_err("waitpid: %s", strerror(errno));
-			return 2;
-		}
-	}
-	if (o->follow) {
-		/* Traced descendants that outlived it finish their output. */
-		int st;
+	close(shm_fd);
 
-		while (waitpid(-1, &st, 0) > 0 || errno == EINTR)
-			;
+	/* Read the rings until the program (with -F, every traced process)
+	 * has ended, then what is left in them. */
+	{
+		bool child_done = false;
+
+		for (;;) {
+			uint32_t seen = atomic_load(&shm->consumer_wake);
+			pid_t w;
+			int st;
+
+			consumer_drain(&cons);
+			if (!child_done) {
+				w = waitpid(pid, &status, WNOHANG);
+				if (w == pid)
+					child_done = true;
+			}
+			if (child_done && o->follow) {
+				/* Traced descendants that outlived it. */
+				while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+					;
+				if (w < 0 && errno == ECHILD)
+					break;
+			} else if (child_done) {
+				break;
+			}
+			if (atomic_load(&shm->consumer_wake) == seen) {
+				struct timespec ts = { 0, 20 * 1000000L };
+
+				syscall(SYS_futex, (uint32_t *)&shm->consumer_wake, FUTEX_WAIT, seen,
+					&ts, NULL, 0);
+			}
+		}
+		consumer_final(&cons);
 	}
+	consumer_close(&cons);
 	child_pid = 0;
 
-	/* The Perfetto file is whole in every case. */
-	if (fmt == 2 && !o->latency) {
-		fprintf(out, "{\"name\":\"ukprobe\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
-			"\"args\":{\"name\":\"ukprobe %s\"}}\n]}\n", UKPROBE_VERSION);
-		fflush(out);
-	}
+	fmt_end(&fc);
 	if (atomic_load(&shm->fatal)) {
 		for (int i = 0; i < o->defs.n; i++)
 			if (atomic_load(&shm->ev[i].error_set))
@@ -835,10 +903,24 @@ exec:
 		tool_err("%s was not run: a definition could not be placed", o->argv[0]);
 		return 2;
 	}
-	print_summary(o, shm, evs, out, fmt);
+	if (fmt == FMT_UKP) {
+		ukp_write_summary(out_fd, shm);
+		if (o->verbose)
+			fprintf(stderr, "ukprobe: %s: the recording; see it with ukprobe report %s\n",
+				o->output, o->output);
+	} else {
+		struct summary_opts so = {
+			.count = o->count, .hists = o->hists, .nhists = o->nhists,
+			.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
+		};
+
+		report_summaries(fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON, shm, evs,
+				 o->defs.n, &so);
+	}
+	fclose(out);
 	print_warnings(o, shm, evs, status);
-	if (out != stderr)
-		fclose(out);
+	consumer_fini(&cons);
+	fmt_fini(&fc);
 
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -893,11 +975,12 @@ static int cmd_trace(int argc, char **argv)
 		{ "events", no_argument, NULL, 'E' },
 		{ "follow-fork", no_argument, NULL, 'F' },
 		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "no-wait", no_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct run_opts o = { .bufsize = 1024 * 1024 };
+	struct run_opts o = { .bufsize = 1024 * 1024, .nrings = DEFAULT_RINGS };
 	bool force_events = false;
 	int c;
 
@@ -929,7 +1012,10 @@ static int cmd_trace(int argc, char **argv)
 				tool_err("--buffer-size: 4K to 1G");
 				return 2;
 			}
+			while (o.bufsize & (o.bufsize - 1))
+				o.bufsize += o.bufsize & -o.bufsize;
 			break;
+		case 'W': o.no_wait = true; break;
 		case 'v': o.verbose = true; break;
 		case 'h':
 			print_usage("trace", stdout);
@@ -956,7 +1042,8 @@ static int cmd_latency(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct run_opts o = { .bufsize = 4096, .latency = true, .unit_div = 1, .unit = "nsecs" };
+	struct run_opts o = { .bufsize = 4096, .nrings = DEFAULT_RINGS, .latency = true,
+			      .unit_div = 1, .unit = "nsecs" };
 	int c, i;
 
 	while ((c = getopt_long(argc, argv, "+umo:Fvh", lo, NULL)) != -1) {
@@ -1028,6 +1115,8 @@ int main(int argc, char **argv)
 		return cmd_list_symbols(argc, argv, usage_list);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc, argv, usage_check);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc, argv, usage_report);
 	tool_err("unknown command '%s'", cmd);
 	print_usage(NULL, stderr);
 	return 2;

@@ -195,3 +195,43 @@ void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
 	}
 	fprintf(out, "]}\n");
 }
+
+void report_summaries(FILE *out, bool json, const struct uks *shm,
+		      const struct pe_event *evs, int nevs, const struct summary_opts *o)
+{
+	if (o->count) {
+		if (json) {
+			fprintf(out, "{\"type\":\"counts\",\"counts\":{");
+			for (int i = 0; i < nevs; i++) {
+				fputs(i ? "," : "", out);
+				json_fputq(out, evs[i].event);
+				fprintf(out, ":%llu", (unsigned long long)atomic_load(&shm->ev[i].hits));
+			}
+			fprintf(out, "}}\n");
+		} else {
+			for (int i = 0; i < nevs; i++)
+				fprintf(out, "@count[%s]: %llu\n", evs[i].event,
+					(unsigned long long)atomic_load(&shm->ev[i].hits));
+			fprintf(out, "\n");
+		}
+	}
+	for (int h = 0; h < o->nhists; h++) {
+		if (json)
+			report_hist_json(out, o->hists[h], &shm->hist[h]);
+		else
+			report_hist(out, o->hists[h], &shm->hist[h]);
+	}
+	if (o->latency) {
+		for (int i = 0; i < nevs; i++) {
+			char name[600];
+
+			snprintf(name, sizeof(name), "%s%s%s", evs[i].object,
+				 evs[i].object[0] ? ":" : "", evs[i].symbol);
+			if (json)
+				report_latency_json(out, name, &shm->ev[i].lat, o->unit_div, o->unit);
+			else
+				report_latency(out, name, &shm->ev[i].lat, o->unit_div, o->unit);
+		}
+	}
+	fflush(out);
+}

@@ -10,7 +10,23 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "probe_events.h"
 #include "shm.h"
+
+/* What the summaries at the end show. */
+struct summary_opts {
+	bool count;			/* -c: @count[EVENT] */
+	char **hists;			/* --hist names */
+	int nhists;
+	bool latency;			/* ukprobe latency */
+	unsigned long long unit_div;
+	const char *unit;
+};
+
+/* The summaries of a run from its shared counters, text or JSON; evs are
+ * its definitions, in event order. */
+void report_summaries(FILE *out, bool json, const struct uks *shm,
+		      const struct pe_event *evs, int nevs, const struct summary_opts *o);
 
 /* bpftrace's hist(): "@name:" then "[lo, hi)   count |@@@@   |" rows from
  * the first to the last non-empty bucket. */

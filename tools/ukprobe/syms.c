@@ -1242,11 +1242,45 @@ int lobjs_symfile_at(uintptr_t addr, const struct symfile **sf, uintptr_t *bias)
 	return err;
 }
 
+/* The symbols of the file at path, read once and kept (for objects of
+ * other processes: objmap.c).  Not thread-safe against lobjs_*: the command
+ * uses one or the other from one thread. */
+struct symfile *symfile_cached(const char *path)
+{
+	struct symfile *sf;
+
+	pthread_mutex_lock(&L.lock);
+	sf = cached_symfile(path);
+	pthread_mutex_unlock(&L.lock);
+	return sf;
+}
+
+int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
+		 bool with_off, char *out, size_t len)
+{
+	const struct ksym *s = sf ? symfile_containing(sf, vaddr) : NULL;
+	uint64_t foff;
+
+	if (s) {
+		uint64_t off = vaddr - s->addr;
+
+		if (with_off)
+			snprintf(out, len, "%s+0x%llx/0x%llx", ksym_name(sf, s),
+				 (unsigned long long)off, (unsigned long long)s->size);
+		else
+			snprintf(out, len, "%s", ksym_name(sf, s));
+		return 0;
+	}
+	if (sf && symfile_vaddr_to_off(sf, vaddr, &foff) == 0)
+		snprintf(out, len, "%s+0x%llx", objbase, (unsigned long long)foff);
+	else
+		snprintf(out, len, "%s+0x%llx", objbase, (unsigned long long)vaddr);
+	return -ENOENT;
+}
+
 int lobjs_symbolize(uintptr_t addr, bool with_off, char *out, size_t len)
 {
 	struct lobj *o;
-	struct symfile *sf;
-	const struct ksym *s = NULL;
 	int err = -ENOENT;
 
 	pthread_mutex_lock(&L.lock);
@@ -1256,29 +1290,10 @@ int lobjs_symbolize(uintptr_t addr, bool with_off, char *out, size_t len)
 		refresh_locked();
 		o = containing_locked(addr);
 	}
-	sf = o ? lobj_syms(o) : NULL;
-	if (sf)
-		s = symfile_containing(sf, addr - o->bias);
-	if (s) {
-		uint64_t off = addr - o->bias - s->addr;
-
-		if (with_off)
-			snprintf(out, len, "%s+0x%llx/0x%llx", ksym_name(sf, s),
-				 (unsigned long long)off, (unsigned long long)s->size);
-		else
-			snprintf(out, len, "%s", ksym_name(sf, s));
-		err = 0;
-	} else if (o) {
-		uint64_t foff;
-
-		if (sf && symfile_vaddr_to_off(sf, addr - o->bias, &foff) == 0)
-			snprintf(out, len, "%s+0x%llx", o->base, (unsigned long long)foff);
-		else
-			snprintf(out, len, "%s+0x%llx", o->base,
-				 (unsigned long long)(addr - o->bias));
-	} else {
+	if (o)
+		err = sym_describe(lobj_syms(o), o->base, addr - o->bias, with_off, out, len);
+	else
 		snprintf(out, len, "0x%lx", (unsigned long)addr);
-	}
 	pthread_mutex_unlock(&L.lock);
 	return err;
 }

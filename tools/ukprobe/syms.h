@@ -93,6 +93,16 @@ bool symfile_func_start(const struct symfile *sf, uint64_t vaddr, bool *known);
  * -ENOENT outside every segment, -EIO. */
 long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t len);
 
+/* The symbols of the file at path, read the first time and kept for the
+ * life of the process; NULL if it cannot be read. */
+struct symfile *symfile_cached(const char *path);
+
+/* Link-time address vaddr of sf (NULL: no symbols) as "sym+0xoff/0xsize"
+ * (with_off) or "sym"; "objbase+0xFILEOFFSET" when no symbol covers it.
+ * 0 if a symbol was found, -ENOENT otherwise (out is filled either way). */
+int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
+		 bool with_off, char *out, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Names of objects                                                          */
 /* ------------------------------------------------------------------------ */

@@ -17,5 +17,6 @@ void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cmd_list_symbols(int argc, char **argv, const char *usage);
 int cmd_check(int argc, char **argv, const char *usage);
+int cmd_report(int argc, char **argv, const char *usage);
 
 #endif
