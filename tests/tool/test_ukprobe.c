@@ -510,6 +510,26 @@ Test(ukprobe, zero_losses_at_full_speed_into_a_recording)
 		  strstr(r.out, " i=999999 "), "%s", r.out);
 }
 
+Test(ukprobe, events_before_execve_and_sigkill_are_written)
+{
+	/* What a process recorded is the command's as soon as it is written:
+	 * events just before an execve (here in bash's children) ... */
+	struct res r = sh("$U trace -F -e 'p:libc.so.6:execve path=+0(%%di):string' "
+			  "-- bash -c 'ls / >/dev/null; date >/dev/null; true'");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "path=\"/usr/bin/ls\"") || strstr(r.err, "path=\"/bin/ls\""),
+		  "%s", r.err);
+	cr_assert(strstr(r.err, "path=\"/usr/bin/date\"") || strstr(r.err, "path=\"/bin/date\""),
+		  "%s", r.err);
+	/* ... and before SIGKILL, which no flush could have survived. */
+	NEED("python3");
+	r = sh("$U trace -o $T/t -e 'p:libc.so.6:getppid' -- $PY3 -c "
+	       "'import os\nfor i in range(1000): os.getppid()\nos.kill(os.getpid(), 9)'; "
+	       "echo status=$?; grep -c getppid+0x0 $T/t");
+	cr_assert(strstr(r.out, "status=137\n1000\n"), "%s\n%s", r.out, r.err);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Threads, processes, signals, dlopen                                       */
 /* ------------------------------------------------------------------------ */
