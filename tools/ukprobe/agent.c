@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -75,6 +77,7 @@ static char *env_conf, *env_defs, *env_hists;
 static char *env_conf_next;	/* env_conf for the next image */
 static char *agent_path, *audit_path, *preload_path;
 static int tool_pid, tool_shm_fd;
+static char *shm_path;		/* attached: the file of the shared memory */
 static unsigned long tls_surplus;
 static unsigned long long shm_dev, shm_ino;
 
@@ -167,6 +170,8 @@ static void parse_conf(const char *s)
 			preload_path = strdup(v);
 		else if (!strcmp(kv, "audit"))
 			audit_path = strdup(v);
+		else if (!strcmp(kv, "shmpath"))
+			shm_path = strdup(v);
 		else if (!strcmp(kv, "toolpid"))
 			tool_pid = atoi(v);
 		else if (!strcmp(kv, "toolshm"))
@@ -529,13 +534,38 @@ static void diag(const char *msg)
 	(void)r;
 }
 
+/* The memory shared with the command: the counters, then the rings. */
+static int map_shm(int fd)
+{
+	struct uks *h;
+	void *m;
+
+	h = mmap(NULL, sizeof(struct uks), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		diag("ukprobe: agent: cannot map the shared counters; not tracing\n");
+		return -1;
+	}
+	if (h->magic != UKS_MAGIC || h->version != UKS_VERSION) {
+		diag("ukprobe: agent: version mismatch with the ukprobe command\n");
+		munmap(h, sizeof(struct uks));
+		return -1;
+	}
+	m = mmap(NULL, h->total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	munmap(h, sizeof(struct uks));
+	if (m == MAP_FAILED) {
+		diag("ukprobe: agent: cannot map the record buffers; not tracing\n");
+		return -1;
+	}
+	shm = m;
+	return 0;
+}
+
 __attribute__((constructor)) static void agent_init(void)
 {
 	const char *c = agent_env_get(environ, "UKPROBE_AGENT_CONF");
 	const char *defs = agent_env_get(environ, "UKPROBE_AGENT_DEFS");
 	const char *hists = agent_env_get(environ, "UKPROBE_AGENT_HISTS");
 	int failed, fd;
-	void *m;
 
 	if (!c || !defs)
 		return;
@@ -554,27 +584,8 @@ __attribute__((constructor)) static void agent_init(void)
 		diag("ukprobe: agent: lost the shared counters; not tracing\n");
 		goto out;
 	}
-	m = mmap(NULL, sizeof(struct uks), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		diag("ukprobe: agent: cannot map the shared counters; not tracing\n");
+	if (map_shm(fd))
 		goto out;
-	}
-	shm = m;
-	if (shm->magic != UKS_MAGIC || shm->version != UKS_VERSION) {
-		diag("ukprobe: agent: version mismatch with the ukprobe command\n");
-		shm = NULL;
-		goto out;
-	}
-	/* The rings follow the counters: map the whole. */
-	m = mmap(NULL, shm->total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-		 fd, 0);
-	munmap(shm, sizeof(struct uks));
-	if (m == MAP_FAILED) {
-		shm = NULL;
-		diag("ukprobe: agent: cannot map the record buffers; not tracing\n");
-		goto out;
-	}
-	shm = m;
 	conf.shm_fd = fd;
 	/* Without --follow-fork only an exec of this process inherits it
 	 * (before_exec() clears close-on-exec for it). */
@@ -622,6 +633,198 @@ __attribute__((destructor)) static void agent_fini(void)
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return;
 	agent_finish();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attached to a running process (ukprobe trace -p PID)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The command loaded the agent with dlopen() and calls these in a thread it
+ * has seized (inject.h).  Not preloaded, the agent interposes nothing here:
+ * fork, exec and dlopen are not followed.
+ */
+
+static int opt_was;		/* the optimization switch before attaching */
+static pid_t attach_tid;	/* the seized thread the call runs on */
+static unsigned int attach_gen;
+
+/*
+ * Optimization goes on only once the seized thread has its registers back
+ * (the command has detached: TracerPid 0): until then its real resume
+ * address is in the command's hands, where libukprobes' proof that no
+ * thread is inside a region to be patched cannot see it.
+ */
+static void *opt_when_released(void *arg)
+{
+	unsigned int gen = (unsigned int)(uintptr_t)arg;
+	char path[64], line[128];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", attach_tid);
+	agent_enter();
+	for (int i = 0; i < 20000 && gen == attach_gen; i++) {
+		FILE *f = fopen(path, "re");
+		bool released = true;
+		struct timespec ms = { 0, 1000000 };
+
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "TracerPid:", 10))
+				released = atoi(line + 10) == 0;
+		if (f)
+			fclose(f);
+		if (released) {
+			if (gen == attach_gen && agent_state == AGENT_TRACING)
+				ukprobes_set_optimization(opt_was);
+			break;
+		}
+		nanosleep(&ms, NULL);
+	}
+	agent_leave();
+	return NULL;
+}
+
+/*
+ * text: the configuration as the environment carries it in a started
+ * program, in one string: CONF lines, then a line "%defs" and the
+ * definitions, then "%hists" and the --hist names.  Returns 0, -EBUSY
+ * (already traced by a ukprobe), or another -errno (reason in the shared
+ * memory if it could be mapped).
+ */
+AGENT_API int ukprobe_agent_attach(const char *text)
+{
+	char *copy, *defs, *hists;
+	int fd, err = 0;
+	pthread_t th;
+	sigset_t all, old;
+
+	if (agent_state == AGENT_TRACING)
+		return -EBUSY;
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	defs = strstr(copy, "\n%defs\n");
+	if (!defs) {
+		free(copy);
+		return -EINVAL;
+	}
+	*defs = '\0';
+	defs += 7;
+	hists = strstr(defs, "%hists\n");
+	if (hists) {
+		*hists = '\0';
+		hists += 7;
+	}
+	agent_enter();
+	parse_conf(copy);
+	fd = shm_path ? open(shm_path, O_RDWR | O_CLOEXEC) : -1;
+	if (fd < 0 || map_shm(fd)) {
+		err = fd < 0 ? -errno : -EINVAL;
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	conf.shm_fd = fd;
+	free(tevs);
+	tevs = NULL;
+	ntevs = 0;
+	if (setup_events(defs, hists)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	agent_pid = getpid();
+	attach_tid = (pid_t)syscall(SYS_gettid);
+	attach_gen++;
+	agent_rings_new_session();
+	atomic_fetch_add(&shm->processes, 1);
+	meta_after_fork();	/* a fresh description of this process */
+	agent_signals_save();
+	opt_was = ukprobes_optimization();
+	ukprobes_set_optimization(0);
+	atomic_store(&tracing, 1);
+	agent_state = AGENT_TRACING;
+	place_pending();
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, opt_when_released, (void *)(uintptr_t)attach_gen) == 0)
+		pthread_detach(th);
+	else
+		ukprobes_set_optimization(opt_was);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	free(copy);
+	agent_leave();
+	return err;
+}
+
+/* Take everything out: the probes (a grace period each: no handler runs
+ * after this returns), the signal handlers as they were before, the
+ * optimization switch; the records are the command's already. */
+AGENT_API int ukprobe_agent_detach(void)
+{
+	if (agent_state != AGENT_TRACING)
+		return -ENOENT;
+	agent_enter();
+	attach_gen++;
+	account_missed();
+	atomic_store(&tracing, 0);
+	for (int i = 0; i < ntevs; i++) {
+		struct tev *t = &tevs[i];
+
+		if (t->state != TEV_PLACED)
+			continue;
+		if (t->is_ret)
+			unregister_kretprobe(&t->u.rp);
+		else
+			unregister_kprobe(&t->u.kp);
+		t->state = TEV_PENDING;
+	}
+	account_missed();
+	ukprobes_set_optimization(opt_was);
+	agent_signals_restore();
+	meta_retire();
+	agent_state = AGENT_OFF;
+	munmap(shm, shm->total_size);
+	shm = NULL;
+	close(conf.shm_fd);
+	conf.shm_fd = -1;
+	agent_leave();
+	return 0;
+}
+
+/*
+ * ukprobe list -p PID and its siblings, for any process libukprobes is
+ * loaded in: op "list" writes ukprobes_print_list() into the file at path;
+ * "enable", "disable", "optimize=0|1" turn the switches (libukprobes'
+ * /sys/kernel/debug/kprobes/enabled and debug.kprobes_optimization), and
+ * write the switches' state into path.
+ */
+AGENT_API int ukprobe_agent_ctl(const char *op, const char *path)
+{
+	FILE *f;
+	int err = 0;
+
+	agent_enter();
+	if (!strcmp(op, "enable"))
+		err = ukprobes_set_enabled(1);
+	else if (!strcmp(op, "disable"))
+		err = ukprobes_set_enabled(0);
+	else if (!strncmp(op, "optimize=", 9))
+		err = ukprobes_set_optimization(atoi(op + 9));
+	else if (strcmp(op, "list") && strcmp(op, "state"))
+		err = -EINVAL;
+	f = err ? NULL : fopen(path, "we");
+	if (f) {
+		if (!strcmp(op, "list"))
+			ukprobes_print_list(f);
+		else
+			fprintf(f, "enabled=%d\noptimization=%d\n", ukprobes_enabled(),
+				ukprobes_optimization());
+		fclose(f);
+	} else if (!err) {
+		err = -errno;
+	}
+	agent_leave();
+	return err;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -70,6 +70,7 @@ AGENT_HIDDEN int agent_kretprobe_ret(struct kretprobe_instance *ri, struct pt_re
 AGENT_HIDDEN void agent_enter(void);	/* agent code on this thread: no events */
 AGENT_HIDDEN void agent_leave(void);
 AGENT_HIDDEN void agent_rings_after_fork(void);
+AGENT_HIDDEN void agent_rings_new_session(void);	/* attached again */
 AGENT_HIDDEN void agent_ring_retire(void);
 AGENT_HIDDEN uint64_t agent_now_ns(void);
 AGENT_HIDDEN void agent_futex_wake(_Atomic unsigned int *w);
@@ -79,6 +80,10 @@ AGENT_HIDDEN int agent_claim_ring(uint32_t state);
 AGENT_HIDDEN char *agent_ring_room(struct uks_ring *r, char *data, uint32_t need,
 				   uint64_t *headp);
 AGENT_HIDDEN void agent_ring_commit(struct uks_ring *r, uint64_t head, uint32_t size);
+
+/* agent_signals.c: attached, the program's signal handlers back at detach */
+AGENT_HIDDEN void agent_signals_save(void);
+AGENT_HIDDEN void agent_signals_restore(void);
 
 /* meta.c: the records that describe the process (ring.h, RING_META) */
 AGENT_HIDDEN void meta_start(void);		/* a new image, or a fork child */

@@ -145,6 +145,17 @@ int agent_claim_ring(uint32_t state)
 	return i;
 }
 
+/* Attached again (a new command, new shared memory): the ring every thread
+ * remembers is of the old session; the generation tells them. */
+static _Atomic unsigned int ring_gen;
+static __thread unsigned int my_ring_gen __attribute__((tls_model("initial-exec")));
+
+void agent_rings_new_session(void)
+{
+	atomic_fetch_add(&ring_gen, 1);
+	my_ring = 0;
+}
+
 /*
  * After fork(): in the child only the calling thread exists, and the rings
  * it knew are the parent's (shared memory): it claims its own when it next
@@ -334,6 +345,8 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 		hist_add(&se->lat, uks_bucket_u(ts - entry_ts), ts - entry_ts);
 	if (!conf.events)
 		goto out;
+	if (my_ring && my_ring_gen != atomic_load_explicit(&ring_gen, memory_order_relaxed))
+		my_ring = 0;
 	if (!my_ring) {
 		int i = agent_claim_ring(RING_DATA);
 
@@ -343,6 +356,7 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 			goto out;
 		}
 		my_ring = i + 1;
+		my_ring_gen = atomic_load_explicit(&ring_gen, memory_order_relaxed);
 	}
 	r = agent_ring(my_ring - 1);
 	data = agent_ring_data(my_ring - 1);

@@ -41,6 +41,7 @@
 #include "syms.h"
 #include "tool.h"
 #include "ukp_file.h"
+#include "inject.h"
 
 #ifndef UKPROBE_VERSION
 #define UKPROBE_VERSION "0.1.0"
@@ -69,6 +70,9 @@ static const char usage_main[] =
 "  trace         start a program with probes in place; print its events\n"
 "  latency       histogram of the durations of a function's calls\n"
 "  report        format a recording (trace -o FILE.ukp)\n"
+"  list          the probes placed in a running process (-p PID)\n"
+"  enable, disable, optimization\n"
+"                the switches of a running process's probes (-p PID)\n"
 "  list-symbols  the function symbols of an object file\n"
 "  check         parse and resolve definitions without running anything\n"
 "  help [CMD]    this text, or a command's\n"
@@ -77,10 +81,11 @@ static const char usage_main[] =
 
 static const char usage_trace[] =
 "Usage: ukprobe trace -e DEF [-e DEF]... [OPTIONS] -- CMD [ARGS]\n"
+"       ukprobe trace -e DEF [-e DEF]... [OPTIONS] -p PID\n"
 "\n"
-"Start CMD with the probes DEF in place before its main() runs, and write\n"
-"one line per hit (ftrace's format) to stderr or FILE.  CMD's own output and\n"
-"exit status are unchanged.\n"
+"Start CMD with the probes DEF in place before its main() runs (or attach to\n"
+"the running process PID), and write one line per hit (ftrace's format) to\n"
+"stderr or FILE.  CMD's own output and exit status are unchanged.\n"
 "\n"
 "  -e, --event DEF        a definition (repeatable):\n"
 "                           p[:[GRP/]EVENT] [OBJ:]SYM[+OFFS]|ADDR|OBJ:0xOFFSET [ARGS]\n"
@@ -98,6 +103,9 @@ static const char usage_trace[] =
 "                         (repeatable; instead of the events, unless --events)\n"
 "      --events           print the events too with --count or --hist\n"
 "  -F, --follow-fork      trace the children too (fork, and what they exec)\n"
+"  -p, --pid PID          attach to a running process; Ctrl-C (or SIGTERM)\n"
+"                         detaches and leaves it as it was\n"
+"      --duration SECS    attached: detach after SECS seconds\n"
 "  -b, --buffer-size N    bytes of buffer per thread (default 1M; K, M)\n"
 "      --no-wait          lose events (counted, marked) rather than let a\n"
 "                         thread wait when its buffer is full\n"
@@ -112,6 +120,7 @@ static const char usage_trace[] =
 
 static const char usage_latency[] =
 "Usage: ukprobe latency [OPTIONS] [OBJ:]FUNC... -- CMD [ARGS]\n"
+"       ukprobe latency [OPTIONS] -p PID [OBJ:]FUNC...\n"
 "\n"
 "Start CMD and time every call of FUNC (a return probe stamps the entry\n"
 "time; durations per thread, exact for recursion); print a log2 histogram\n"
@@ -122,6 +131,8 @@ static const char usage_latency[] =
 "  -o, --output FILE      write the histogram to FILE (default stderr)\n"
 "      --format FMT       text (default) or json\n"
 "  -F, --follow-fork      time the calls in children too\n"
+"  -p, --pid PID          a running process (Ctrl-C detaches)\n"
+"      --duration SECS    with -p: detach after SECS seconds\n"
 "  -h, --help             this text\n"
 "\n"
 "Example:\n"
@@ -136,6 +147,24 @@ static const char usage_report[] =
 "\n"
 "      --format FMT       text (default), json or perfetto\n"
 "  -o, --output FILE      write to FILE (default stdout)\n"
+"  -h, --help             this text\n";
+
+static const char usage_ctl[] =
+"Usage: ukprobe list -p PID\n"
+"       ukprobe enable -p PID\n"
+"       ukprobe disable -p PID\n"
+"       ukprobe optimization -p PID [on|off]\n"
+"\n"
+"list: the probes placed in the running process PID, one per line as\n"
+"/sys/kernel/debug/kprobes/list shows the kernel's (address, k/r/j,\n"
+"object:symbol+offset, [DISABLED] [GONE] [OPTIMIZED] [FTRACE]).\n"
+"enable, disable: arm or disarm every probe of PID, each keeping its own\n"
+"disabled state (/sys/kernel/debug/kprobes/enabled).  optimization: the\n"
+"jump optimization of PID on or off (debug.kprobes_optimization); without\n"
+"on|off, the switches' state.  For any process libukprobes is loaded in:\n"
+"a traced one, or a program linked with the library.\n"
+"\n"
+"  -p, --pid PID          the process\n"
 "  -h, --help             this text\n";
 
 static const char usage_list[] =
@@ -178,6 +207,9 @@ static void print_usage(const char *cmd, FILE *out)
 		fputs(usage_check, out);
 	else if (!strcmp(cmd, "report"))
 		fputs(usage_report, out);
+	else if (!strcmp(cmd, "list") || !strcmp(cmd, "enable") || !strcmp(cmd, "disable") ||
+		 !strcmp(cmd, "optimization"))
+		fputs(usage_ctl, out);
 	else
 		fputs(usage_main, out);
 }
@@ -311,7 +343,7 @@ static int parse_all(struct defs *d, struct pe_event **evs)
 /* Starting the program                                                      */
 /* ------------------------------------------------------------------------ */
 
-static char *find_lib(const char *name)
+char *tool_find_lib(const char *name)
 {
 	char exe[PATH_MAX], p[PATH_MAX + 64];
 	const char *dir = getenv("UKPROBE_AGENT_DIR");
@@ -422,6 +454,7 @@ static int high_fd(int fd)
 
 static volatile sig_atomic_t child_pid;
 static struct uks *volatile run_shm;
+volatile sig_atomic_t stop_requested;	/* attached: Ctrl-C, SIGTERM */
 
 static void wake_consumer(void)
 {
@@ -445,27 +478,19 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	int e = errno;
 
 	(void)uc;
-	if (sig == SIGCHLD)
+	if (sig == SIGCHLD) {
 		wake_consumer();
-	else if (child_pid > 0 && si->si_code != SI_KERNEL)
-		kill(child_pid, sig);
+	} else if (child_pid > 0) {
+		if (si->si_code != SI_KERNEL)
+			kill(child_pid, sig);
+	} else {
+		/* Attached: detach, leaving the process as it was. */
+		stop_requested = 1;
+		wake_consumer();
+	}
 	errno = e;
 }
 
-struct run_opts {
-	struct defs defs;
-	const char *output;
-	const char *format;
-	bool count, events, follow, verbose, latency;
-	char *hists[UKS_MAX_HISTS];
-	int nhists;
-	size_t bufsize;		/* bytes per ring, power of 2 */
-	size_t nrings;
-	bool no_wait;
-	unsigned long long unit_div;
-	const char *unit;
-	char **argv;		/* CMD ARGS */
-};
 
 /*
  * Each probe point checked in the files of the objects the program loads at
@@ -547,8 +572,8 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 	if (!atomic_load(&shm->processes)) {
 		/* Not started (exec failed: the child said why), or started
 		 * without the agent. */
-		if (!(WIFEXITED(status) && (WEXITSTATUS(status) == 127 ||
-					    WEXITSTATUS(status) == 126)))
+		if (!o->pid && !(WIFEXITED(status) && (WEXITSTATUS(status) == 127 ||
+						       WEXITSTATUS(status) == 126)))
 			fprintf(stderr, "ukprobe: the agent did not start in %s (statically "
 				"linked, or set-user-ID?): nothing was traced\n", o->argv[0]);
 		return 0;
@@ -628,7 +653,7 @@ static int run(struct run_opts *o)
 	struct consumer cons;
 	FILE *out;
 	pid_t pid;
-	char conf[8192];
+	char conf[8192], shm_path[PATH_MAX];
 	struct sigaction sa;
 
 	/* -o FILE.ukp: the records as they are, unless a format is asked. */
@@ -650,11 +675,25 @@ static int run(struct run_opts *o)
 		tool_err("no definition: give one with -e (see ukprobe trace --help)");
 		return 2;
 	}
-	if (!o->argv || !o->argv[0]) {
-		tool_err("no command to run: ... -- CMD [ARGS]");
+	if (o->pid && o->argv && o->argv[0]) {
+		tool_err("-p PID or -- CMD, not both");
 		return 2;
 	}
-	if (parse_all(&o->defs, &evs) || check_points(o, evs)) {
+	if (!o->pid && (!o->argv || !o->argv[0])) {
+		tool_err("no command to run: ... -- CMD [ARGS] (or -p PID: a running process)");
+		return 2;
+	}
+	if (o->pid) {
+		char why[512];
+
+		/* Nothing is done to a process ukprobe may not trace. */
+		if (inject_refusal(o->pid, why, sizeof(why))) {
+			tool_err("%s", why);
+			return 1;
+		}
+		if (parse_all(&o->defs, &evs))
+			return 2;
+	} else if (parse_all(&o->defs, &evs) || check_points(o, evs)) {
 		tool_err("%s was not run", o->argv[0]);
 		return 2;
 	}
@@ -677,8 +716,8 @@ static int run(struct run_opts *o)
 			return 2;
 		}
 	}
-	agent = find_lib(AGENT_NAME);
-	audit = find_lib(AUDIT_NAME);
+	agent = tool_find_lib(AGENT_NAME);
+	audit = tool_find_lib(AUDIT_NAME);
 	if (!agent) {
 		tool_err("cannot find %s (next to ukprobe, or in $UKPROBE_AGENT_DIR)", AGENT_NAME);
 		return 2;
@@ -733,7 +772,25 @@ static int run(struct run_opts *o)
 	}
 
 	/* The counters and the rings the agents share with us. */
-	shm_fd = memfd_create("ukprobe", MFD_CLOEXEC);
+	if (o->pid) {
+		/* A running process opens it by its name (it may be another
+		 * user's when we are root): a file of its own, removed once
+		 * the agent has it. */
+		const char *dir = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+
+		snprintf(shm_path, sizeof(shm_path), "%s/ukprobe-%d-XXXXXX", dir, (int)getpid());
+		shm_fd = mkostemp(shm_path, O_CLOEXEC);
+		if (shm_fd >= 0 && getuid() == 0) {
+			char sp[64];
+			struct stat pst;
+
+			snprintf(sp, sizeof(sp), "/proc/%d", o->pid);
+			if (stat(sp, &pst) == 0 && fchown(shm_fd, pst.st_uid, pst.st_gid))
+				tool_err("%s: %s", shm_path, strerror(errno));
+		}
+	} else {
+		shm_fd = memfd_create("ukprobe", MFD_CLOEXEC);
+	}
 	shm_hdr = ((sizeof(struct uks) + 4095) & ~(size_t)4095);
 	rings_sz = ((o->nrings * sizeof(struct uks_ring)) + 4095) & ~(size_t)4095;
 	total = shm_hdr + rings_sz + o->nrings * o->bufsize;
@@ -741,8 +798,10 @@ static int run(struct run_opts *o)
 		tool_err("memfd: %s", strerror(errno));
 		return 2;
 	}
-	fcntl(shm_fd, F_SETFD, 0);
-	shm_fd = high_fd(shm_fd);
+	if (!o->pid) {
+		fcntl(shm_fd, F_SETFD, 0);
+		shm_fd = high_fd(shm_fd);
+	}
 	shm = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, shm_fd, 0);
 	if (shm == MAP_FAILED) {
 		tool_err("mmap: %s", strerror(errno));
@@ -765,10 +824,14 @@ static int run(struct run_opts *o)
 
 		len += (size_t)snprintf(conf + len, sizeof(conf) - len,
 			"shm=%d\nfollow=%d\nevents=%d\nlatency=%d\n"
-			"initial=1\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
+			"initial=%d\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
 			"shmid=%llu:%llu\n",
-			shm_fd, o->follow, o->events, o->latency, agent, preload, (int)getpid(),
-			shm_fd, tls, (unsigned long long)sst.st_dev, (unsigned long long)sst.st_ino);
+			shm_fd, o->follow, o->events, o->latency, !o->pid, agent, preload,
+			(int)getpid(), shm_fd, tls, (unsigned long long)sst.st_dev,
+			(unsigned long long)sst.st_ino);
+		if (o->pid)
+			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "shmpath=%s\n",
+						shm_path);
 		if (audit)
 			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "audit=%s\n", audit);
 		if (len >= sizeof(conf)) {
@@ -783,9 +846,6 @@ static int run(struct run_opts *o)
 	fflush(out);
 	consumer_init(&cons, shm, &fc, fmt == FMT_UKP ? out_fd : -1);
 	run_shm = shm;
-
-	if (o->follow)
-		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -795,6 +855,32 @@ static int run(struct run_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
+
+	if (o->pid) {
+		int r = attach_run(o, conf, shm_path, shm, &cons);
+
+		unlink(shm_path);
+		fmt_end(&fc);
+		if (r == 0) {
+			struct summary_opts so = {
+				.count = o->count, .hists = o->hists, .nhists = o->nhists,
+				.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
+			};
+
+			if (fmt == FMT_UKP)
+				ukp_write_summary(out_fd, shm);
+			else
+				report_summaries(fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON,
+						 shm, evs, o->defs.n, &so);
+		}
+		fclose(out);
+		if (r == 0)
+			print_warnings(o, shm, evs, 0);
+		return r;
+	}
+
+	if (o->follow)
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -962,6 +1048,31 @@ static size_t parse_size(const char *s)
 	return (size_t)v;
 }
 
+static int parse_pid(const char *s, int *pid)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*end || v <= 0 || v > INT32_MAX) {
+		tool_err("-p: a process id, not '%s'", s);
+		return -1;
+	}
+	*pid = (int)v;
+	return 0;
+}
+
+static int parse_duration(const char *s, double *d)
+{
+	char *end;
+
+	*d = strtod(s, &end);
+	if (*end || *d <= 0) {
+		tool_err("--duration: seconds, not '%s'", s);
+		return -1;
+	}
+	return 0;
+}
+
 /* Options end at "--" or at the first operand (getopt's "+"). */
 static int cmd_trace(int argc, char **argv)
 {
@@ -976,6 +1087,8 @@ static int cmd_trace(int argc, char **argv)
 		{ "follow-fork", no_argument, NULL, 'F' },
 		{ "buffer-size", required_argument, NULL, 'b' },
 		{ "no-wait", no_argument, NULL, 'W' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -984,7 +1097,7 @@ static int cmd_trace(int argc, char **argv)
 	bool force_events = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+e:f:o:cH:Fb:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:f:o:cH:Fb:p:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (defs_add(&o.defs, optarg))
@@ -1016,6 +1129,14 @@ static int cmd_trace(int argc, char **argv)
 				o.bufsize += o.bufsize & -o.bufsize;
 			break;
 		case 'W': o.no_wait = true; break;
+		case 'p':
+			if (parse_pid(optarg, &o.pid))
+				return 2;
+			break;
+		case 'D':
+			if (parse_duration(optarg, &o.duration))
+				return 2;
+			break;
 		case 'v': o.verbose = true; break;
 		case 'h':
 			print_usage("trace", stdout);
@@ -1038,6 +1159,8 @@ static int cmd_latency(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'T' },
 		{ "follow-fork", no_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1046,8 +1169,16 @@ static int cmd_latency(int argc, char **argv)
 			      .unit_div = 1, .unit = "nsecs" };
 	int c, i;
 
-	while ((c = getopt_long(argc, argv, "+umo:Fvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+umo:Fp:vh", lo, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			if (parse_pid(optarg, &o.pid))
+				return 2;
+			break;
+		case 'D':
+			if (parse_duration(optarg, &o.duration))
+				return 2;
+			break;
 		case 'u': o.unit_div = 1000; o.unit = "usecs"; break;
 		case 'm': o.unit_div = 1000000; o.unit = "msecs"; break;
 		case 'o': o.output = optarg; break;
@@ -1111,8 +1242,11 @@ int main(int argc, char **argv)
 		return cmd_trace(argc, argv);
 	if (!strcmp(cmd, "latency"))
 		return cmd_latency(argc, argv);
-	if (!strcmp(cmd, "list-symbols") || !strcmp(cmd, "list"))
+	if (!strcmp(cmd, "list-symbols"))
 		return cmd_list_symbols(argc, argv, usage_list);
+	if (!strcmp(cmd, "list") || !strcmp(cmd, "enable") || !strcmp(cmd, "disable") ||
+	    !strcmp(cmd, "optimization"))
+		return cmd_ctl(cmd, argc, argv, usage_ctl);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc, argv, usage_check);
 	if (!strcmp(cmd, "report"))
