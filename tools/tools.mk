@@ -25,6 +25,7 @@ UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h) include/ukprobes.h
 
 UKP_COMMON_OBJS := $(UKP_TOOL_OBJDIR)/probe_events.o $(UKP_TOOL_OBJDIR)/fetch.o \
                    $(UKP_TOOL_OBJDIR)/syms.o $(UKP_TOOL_OBJDIR)/point_check.o \
+                   $(UKP_TOOL_OBJDIR)/filter.o $(UKP_TOOL_OBJDIR)/filter_eval.o \
                    $(UKP_TOOL_OBJDIR)/tool_arch_$(ARCH).o $(UKP_TOOL_OBJDIR)/json.o
 UKP_CLI_OBJS    := $(UKP_TOOL_OBJDIR)/main.o $(UKP_TOOL_OBJDIR)/report.o \
                    $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_TOOL_OBJDIR)/prog_objs.o \
@@ -46,7 +47,7 @@ tool: $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
 
 # The handlers and the fetch code they run: general registers only (the
 # probes are KPROBE_FLAG_GPR_ONLY).
-$(UKP_TOOL_OBJDIR)/handler.o $(UKP_TOOL_OBJDIR)/fetch.o: $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
+$(UKP_TOOL_OBJDIR)/handler.o $(UKP_TOOL_OBJDIR)/fetch.o $(UKP_TOOL_OBJDIR)/filter_eval.o: $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(UKP_TOOL_CFLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -c $< -o $@
 

@@ -27,6 +27,7 @@
 
 #include "agent.h"
 #include "fetch.h"
+#include "filter.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -302,9 +303,9 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 	struct fetch_ctx ctx;
 	char comm[16];
 	uint64_t ts, head;
-	struct uks_ring *r;
-	struct rec *rec;
-	char *p, *end, *data;
+	struct uks_ring *r = NULL;
+	struct rec *rec = NULL, *lost_rec = NULL;
+	char *p, *end, *data = NULL, *args;
 	uint32_t need;
 	uint64_t lost;
 
@@ -331,91 +332,110 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 		goto out;
 	for (int i = 0; i < 16; i++)
 		comm[i] = my_comm[i];
-	atomic_fetch_add_explicit(&se->hits, 1, memory_order_relaxed);
 	ctx.regs = regs;
 	ctx.retval_valid = kind == REC_RETURN;
 	ctx.comm = comm;
 	ctx.edata = edata;
 
+	/* With a filter the values are fetched into the record first, and
+	 * the filter decides on them whether anything is recorded at all. */
+	if (conf.events || t->ev.filter) {
+		if (my_ring && my_ring_gen != atomic_load_explicit(&ring_gen, memory_order_relaxed))
+			my_ring = 0;
+		if (!my_ring) {
+			int i = agent_claim_ring(RING_DATA);
+
+			if (i < 0) {
+				atomic_fetch_add_explicit(&shm->no_buffer, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
+				goto out;
+			}
+			my_ring = i + 1;
+			my_ring_gen = atomic_load_explicit(&ring_gen, memory_order_relaxed);
+		}
+		r = agent_ring(my_ring - 1);
+		data = agent_ring_data(my_ring - 1);
+		need = t->max_rec;
+		lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
+		rec = (struct rec *)agent_ring_room(r, data,
+						    need + (lost ? (uint32_t)sizeof(*rec) : 0u),
+						    &head);
+		if (!rec) {
+			atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&shm->drops, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
+			goto out;
+		}
+		lost_rec = NULL;
+		if (lost) {
+			/* Where the lost records would have been. */
+			lost_rec = rec;
+			rec->size = sizeof(*rec);
+			rec->event = 0;
+			rec->kind = REC_LOST;
+			rec->nargs = 0;
+			rec->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+			rec->cpu = -1;
+			rec->ts = ts;
+			/* 0 if the command took the count meanwhile (it does
+			 * for a thread it believes gone). */
+			rec->ip = atomic_exchange_explicit(&r->lost, 0, memory_order_relaxed);
+			rec->ret = rec->entry_ts = 0;
+			rec++;
+		}
+		rec->event = (uint16_t)t->id;
+		rec->kind = (uint8_t)kind;
+		rec->nargs = (uint8_t)t->ev.nargs;
+		rec->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
+		rec->cpu = sched_getcpu();
+		rec->ts = ts;
+		rec->ip = ip;
+		rec->ret = ret;
+		rec->entry_ts = entry_ts;
+		p = (char *)(rec + 1);
+		for (int i = 0; i < 16; i++)
+			p[i] = comm[i];
+		p += 16;
+		args = p;
+		end = (char *)rec + need;
+		for (int i = 0; i < t->ev.nargs; i++) {
+			int32_t *used = (int32_t *)p;
+			size_t room = (size_t)(end - p) - 8;
+			int n;
+
+			if ((size_t)(end - p) < 16) {
+				*used = -ENOSPC;
+				p += 8;
+				continue;
+			}
+			n = fetch_arg(&t->ev.args[i], &ctx, p + 8, room);
+			*used = n;
+			p += 8 + REC_ALIGN(n > 0 ? (uint32_t)n : 0u);
+		}
+		rec->size = (uint32_t)REC_ALIGN((uint32_t)(p - (char *)rec));
+		if (t->ev.filter && !filter_eval(t->ev.filter, &t->ev, args, p, comm)) {
+			/* Not this one; a loss marked before it stays. */
+			if (lost_rec)
+				agent_ring_commit(r, head, (uint32_t)((char *)lost_rec -
+						  (data + (head & (shm->ring_size - 1)))) +
+						  lost_rec->size);
+			goto out;
+		}
+	}
+
+	atomic_fetch_add_explicit(&se->hits, 1, memory_order_relaxed);
 	if (t->any_hist)
 		for (int h = 0; h < UKS_MAX_HISTS; h++)
 			if (t->hist_arg[h] >= 0)
 				hist_value(t, h, &ctx);
 	if (conf.latency && kind == REC_RETURN && entry_ts && ts >= entry_ts)
 		hist_add(&se->lat, uks_bucket_u(ts - entry_ts), ts - entry_ts);
-	if (!conf.events)
-		goto out;
-	if (my_ring && my_ring_gen != atomic_load_explicit(&ring_gen, memory_order_relaxed))
-		my_ring = 0;
-	if (!my_ring) {
-		int i = agent_claim_ring(RING_DATA);
-
-		if (i < 0) {
-			atomic_fetch_add_explicit(&shm->no_buffer, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
-			goto out;
-		}
-		my_ring = i + 1;
-		my_ring_gen = atomic_load_explicit(&ring_gen, memory_order_relaxed);
-	}
-	r = agent_ring(my_ring - 1);
-	data = agent_ring_data(my_ring - 1);
-	need = t->max_rec;
-	lost = atomic_load_explicit(&r->lost, memory_order_relaxed);
-	rec = (struct rec *)agent_ring_room(r, data, need + (lost ? (uint32_t)sizeof(*rec) : 0u),
-					    &head);
-	if (!rec) {
-		atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&shm->drops, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&se->dropped, 1, memory_order_relaxed);
-		goto out;
-	}
-	if (lost) {
-		/* Where the lost records would have been. */
-		rec->size = sizeof(*rec);
-		rec->event = 0;
-		rec->kind = REC_LOST;
-		rec->nargs = 0;
-		rec->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
-		rec->cpu = -1;
-		rec->ts = ts;
-		/* 0 if the command took the count meanwhile (it does for a
-		 * thread it believes gone). */
-		rec->ip = atomic_exchange_explicit(&r->lost, 0, memory_order_relaxed);
-		rec->ret = rec->entry_ts = 0;
-		rec++;
-	}
-	rec->event = (uint16_t)t->id;
-	rec->kind = (uint8_t)kind;
-	rec->nargs = (uint8_t)t->ev.nargs;
-	rec->tid = atomic_load_explicit(&r->tid, memory_order_relaxed);
-	rec->cpu = sched_getcpu();
-	rec->ts = ts;
-	rec->ip = ip;
-	rec->ret = ret;
-	rec->entry_ts = entry_ts;
-	p = (char *)(rec + 1);
-	for (int i = 0; i < 16; i++)
-		p[i] = comm[i];
-	p += 16;
-	end = (char *)rec + need;
-	for (int i = 0; i < t->ev.nargs; i++) {
-		int32_t *used = (int32_t *)p;
-		size_t room = (size_t)(end - p) - 8;
-		int n;
-
-		if ((size_t)(end - p) < 16) {
-			*used = -ENOSPC;
-			p += 8;
-			continue;
-		}
-		n = fetch_arg(&t->ev.args[i], &ctx, p + 8, room);
-		*used = n;
-		p += 8 + REC_ALIGN(n > 0 ? (uint32_t)n : 0u);
-	}
-	rec->size = (uint32_t)REC_ALIGN((uint32_t)(p - (char *)rec));
-	agent_ring_commit(r, head, (uint32_t)((char *)rec - (data + (head & (shm->ring_size - 1)))) +
-			  rec->size);
+	if (conf.events)
+		agent_ring_commit(r, head, (uint32_t)((char *)rec - (data + (head & (shm->ring_size - 1)))) +
+				  rec->size);
+	else if (lost_rec)
+		agent_ring_commit(r, head, (uint32_t)((char *)lost_rec -
+				  (data + (head & (shm->ring_size - 1)))) + lost_rec->size);
 out:
 	my_depth--;
 }

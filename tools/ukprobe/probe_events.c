@@ -30,6 +30,7 @@
 
 #include "probe_events.h"
 #include "fetch.h"
+#include "filter.h"
 
 #define MAX_ARGSTR_LEN		63	/* the kernel's */
 #define PARAM_MAX_STACK		2048	/* THREAD_SIZE / sizeof(long) on x86-64 */
@@ -1115,6 +1116,8 @@ void pe_event_free(struct pe_event *ev)
 	}
 	free(ev->text);
 	ev->text = NULL;
+	free(ev->filter);
+	ev->filter = NULL;
 	ev->nargs = 0;
 }
 
@@ -1125,7 +1128,7 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 	bool is_return, have_event = false;
 	const char *event;
 	char *a0;
-	int ret, argc, nargs;
+	int ret, argc, nargs, if_at = 0;
 
 	if (!perr)
 		perr = &dummy;
@@ -1141,6 +1144,14 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 	if (argc < 0)
 		goto nomem;
 	c.argc = argc;
+	/* "... if FILTER": the arguments end at the "if". */
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(c.argv[i], "if")) {
+			if_at = i;
+			argc = i;
+			break;
+		}
+	}
 
 	if (argc == 0 || (c.argv[0][0] != 'p' && c.argv[0][0] != 'r')) {
 		ret = log_err(&c, 0, PE_ERR_BAD_PROBE_TYPE);
@@ -1238,6 +1249,19 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 			goto out;
 	}
 	ev->nargs = nargs;
+	if (if_at) {
+		if (if_at + 1 >= c.argc) {
+			perr->code = PE_ERR_NO_EP_FILTER;
+			perr->pos = c.argpos[if_at] + 2;
+			perr->reason = err_reasons[PE_ERR_NO_EP_FILTER];
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = filter_compile(def + c.argpos[if_at + 1], c.argpos[if_at + 1], ev,
+				     &ev->filter, perr);
+		if (ret)
+			goto out;
+	}
 	ret = pe_event_resolve(ev, perr);
 out:
 	if (ret == -ENOMEM) {

@@ -55,6 +55,7 @@ enum pe_type {
 };
 
 struct pe_fetch;	/* compiled fetch program (fetch.h) */
+struct pe_filter;	/* compiled filter (filter.h) */
 
 struct pe_arg {
 	char name[PE_MAX_ARG_NAME_LEN + 1];	/* NAME= or "argN" (1-based) */
@@ -92,6 +93,8 @@ struct pe_event {
 	int nentry_args;
 	int entry_args[PE_MAX_ARGS];	/* 0-based SysV argument numbers */
 	char *text;		/* the original definition (malloc'd) */
+	/* "if FILTER" at the end (filter.h); NULL without one. */
+	struct pe_filter *filter;
 };
 
 /* The kernel's error names (kernel/trace/trace_probe.h ERRORS), same order

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_filters.c - end-to-end tests of filters ("if ..." at the end of a
+ * definition, ftrace's grammar), evaluated in the handlers: exact counts
+ * of what passes, strings and globs, and the caret errors of bad filters.
+ */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef UKP_BUILD_DIR
+#define UKP_BUILD_DIR "build"
+#endif
+
+struct res {
+	int status;
+	char *out, *err;
+};
+
+static char tdir[256];
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static void setup(void)
+{
+#ifdef UKP_SAN
+	cr_skip_test("ukprobe's end-to-end tests do not run under SAN=1");
+#endif
+	snprintf(tdir, sizeof(tdir), "/tmp/ukprobe-filter-XXXXXX");
+	cr_assert_not_null(mkdtemp(tdir));
+	setenv("U", UKP_BUILD_DIR "/ukprobe", 1);
+	setenv("P", UKP_BUILD_DIR "/tests/tool-progs", 1);
+	setenv("T", tdir, 1);
+	setenv("LC_ALL", "C", 1);
+}
+
+static void teardown(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (tdir[0] && system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tdir);
+}
+
+TestSuite(filters, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct res sh(const char *fmt, ...)
+{
+	char full[1024], o[300], e[300], c[300];
+	struct res r;
+	va_list ap;
+	FILE *f;
+	int st;
+
+	snprintf(o, sizeof(o), "%s/.out", tdir);
+	snprintf(e, sizeof(e), "%s/.err", tdir);
+	snprintf(c, sizeof(c), "%s/.cmd.sh", tdir);
+	f = fopen(c, "w");
+	cr_assert_not_null(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+	snprintf(full, sizeof(full), "bash '%s' >'%s' 2>'%s'", c, o, e);
+	st = system(full);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r.out = slurp(o);
+	r.err = slurp(e);
+	return r;
+}
+
+static void assert_caret(const char *err, const char *def, int col, const char *name)
+{
+	char want[1200];
+
+	snprintf(want, sizeof(want), "%s\n%*s^\n", def, col, "");
+	cr_assert(strstr(err, want), "no caret at %d under '%s':\n%s", col, def, err);
+	snprintf(want, sizeof(want), "(%s)\n", name);
+	cr_assert(strstr(err, want), "no %s for '%s':\n%s", name, def, err);
+}
+
+Test(filters, numbers_exact_counts)
+{
+	/* target(i) for i in 0..199: 10..19 but 15, and 99: 10 calls. */
+	struct res r = sh("$U trace -c -e 'p:calls:target i=%%di:s64 if i >= 10 && "
+			  "(i < 20 || i == 99) && !(i == 15)' -- $P/calls count 200");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "]: 10\n"), "%s", r.err);
+	/* & tests bits; the events shown are those that pass. */
+	r = sh("$U trace -e 'p:calls:target i=%%di:u64 if i & 0x40 && i < 0x42' "
+	       "-- $P/calls count 200");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, " i=64\n") && strstr(r.err, " i=65\n") &&
+		  !strstr(r.err, " i=66\n") && !strstr(r.err, " i=63\n"), "%s", r.err);
+	/* Signed: a negative bound. */
+	r = sh("$U trace -c -e 'p:calls:target i=%%di:s32 if i > -1 && i != 0' "
+	       "-- $P/calls count 50");
+	cr_assert(strstr(r.err, "]: 49\n"), "%s", r.err);
+}
+
+Test(filters, strings_globs_and_comm)
+{
+	struct res r = sh("$U trace -e 'p:libc.so.6:open f=+0(%%di):string if f ~ \"/e*e\" "
+			  "&& comm == cat' -- cat /etc/hostname >/dev/null");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "f=\"/etc/hostname\"\n"), "%s", r.err);
+	r = sh("$U trace -c -e \"p:libc.so.6:open f=+0(%%di):string if f != '/etc/hostname' "
+	       "|| comm ~ 'x[!a]*'\" -- cat /etc/hostname >/dev/null");
+	cr_assert(strstr(r.err, "]: 0\n"), "%s", r.err);
+}
+
+Test(filters, bad_filters_get_a_caret)
+{
+	const char *d1 = "p:calls:target i=%di:s64 if j > 3";
+	const char *d2 = "p:calls:target i=%di:s64 if";
+	const char *d3 = "p:libc.so.6:open f=+0(%di):string if f > 3";
+	const char *d4 = "p:calls:target i=%di:s64 if i >";
+	const char *d5 = "p:calls:target i=%di:s64 if (i > 3";
+	struct res r = sh("$U trace -e '%s' -e '%s' -e '%s' -e '%s' -e '%s' -- $P/calls count 1",
+			  d1, d2, d3, d4, d5);
+
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	assert_caret(r.err, d1, 28, "BAD_FETCH_ARG");
+	assert_caret(r.err, d2, 27, "NO_EP_FILTER");
+	assert_caret(r.err, d3, 39, "BAD_TYPE");
+	assert_caret(r.err, d4, 31, "BAD_IMM");
+	assert_caret(r.err, d5, 28, "NO_EP_FILTER");
+	cr_assert(strstr(r.err, "was not run"), "%s", r.err);
+}
