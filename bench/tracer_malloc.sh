@@ -45,13 +45,13 @@ run() {
 		"$UKP" trace -o "$tmp/m.ukp" -e 'p:libc.so.6:malloc' -- "$PROG" "$N" >/dev/null \
 			2>"$tmp/err" || return 1
 		t1=$(ns)
-		ev=$("$UKP" report "$tmp/m.ukp" | grep -c 'p_libc_so_6_malloc_0: (malloc+0x0/') ;;
+		ev=$("$UKP" report "$tmp/m.ukp" | grep -c 'p_malloc_0: (malloc+0x0/') ;;
 	ukprobe-text)
 		t0=$(ns)
 		"$UKP" trace -o "$tmp/m.txt" -e 'p:libc.so.6:malloc' -- "$PROG" "$N" >/dev/null \
 			2>"$tmp/err" || return 1
 		t1=$(ns)
-		ev=$(grep -c 'p_libc_so_6_malloc_0: (malloc+0x0/' "$tmp/m.txt") ;;
+		ev=$(grep -c 'p_malloc_0: (malloc+0x0/' "$tmp/m.txt") ;;
 	ukprobe-count)
 		t0=$(ns)
 		"$UKP" trace -c -o "$tmp/m.cnt" -e 'p:libc.so.6:malloc' -- "$PROG" "$N" >/dev/null \

@@ -136,7 +136,7 @@ Test(attach, trace_then_detach_leaves_the_process_as_it_was)
 	cr_assert(strstr(r.out, "wstatus=0\n"), "%s", r.out);
 	cr_assert(strstr(r.out, "done lines=4 ticks>0=1\n"), "%s", r.out);
 	/* The two lines read while attached, and only those. */
-	cr_assert_eq(count(r.out, "p_waiter_target_0: (target+0x0/"), 2, "%s", r.out);
+	cr_assert_eq(count(r.out, "p_target_0: (target+0x0/"), 2, "%s", r.out);
 	cr_assert(strstr(r.out, " n=1\n") && strstr(r.out, " n=2\n"), "%s", r.out);
 	cr_assert(strstr(r.out, "detached from"), "%s", r.out);
 }
@@ -160,8 +160,8 @@ Test(attach, attach_again_and_return_probes)
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "u1=0\n") && strstr(r.out, "u2=0\n"), "%s", r.out);
 	cr_assert(strstr(r.out, "wstatus=0\n"), "%s", r.out);
-	cr_assert_eq(count(r.out, "p_waiter_target_0: (target+0x0/"), 1, "%s", r.out);
-	cr_assert_eq(count(r.out, "r_waiter_target_0: (main+"), 1, "%s", r.out);
+	cr_assert_eq(count(r.out, "p_target_0: (target+0x0/"), 1, "%s", r.out);
+	cr_assert_eq(count(r.out, "r_target_0: (main+"), 1, "%s", r.out);
 	cr_assert(strstr(r.out, "ret=4\n"), "%s", r.out);
 }
 
@@ -201,7 +201,7 @@ Test(attach, list_enable_disable_optimization_of_a_running_process)
 		"exec 3>&-; wait $W\n"
 		"mkfifo in2; $U trace -o t -e 'p:waiter:target n=%%di:s64' -- $P/waiter < in2 "
 		"> wout2 2>&1 &\nUP=$!\nexec 4>in2\n"
-		"waitfor 'pgrep -f -x \"$P/waiter\" >/dev/null'\nW2=$(pgrep -f -x \"$P/waiter\")\n"
+		"waitfor 'pgrep -P $UP >/dev/null'\nW2=$(pgrep -P $UP)\n"
 		"echo a >&4\nwaitfor 'grep -q \" n=0\" t'\n"
 		"$U list -p $W2; echo list=$?\n"
 		"$U disable -p $W2; echo disable=$?\n"

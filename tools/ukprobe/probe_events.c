@@ -1087,10 +1087,10 @@ static void default_event_name(struct pe_event *ev)
 
 	obj = obj ? obj + 1 : ev->object;
 	if (ev->symbol[0]) {
-		if (*obj)
-			snprintf(buf, sizeof(buf), "%c_%s_%s_%lu", k, obj, ev->symbol, ev->offset);
-		else
-			snprintf(buf, sizeof(buf), "%c_%s_%lu", k, ev->symbol, ev->offset);
+		/* As the kernel names kprobe events: p_SYM_OFFS, whatever
+		 * the object (two definitions of one SYM in two objects need
+		 * a name each: EVENT_EXIST). */
+		snprintf(buf, sizeof(buf), "%c_%s_%lu", k, ev->symbol, ev->offset);
 	} else if (ev->addr_is_file_offset) {
 		/* trace_uprobe: the file's base name up to the first . - _ */
 		int n = (int)strcspn(obj, ".-_");
