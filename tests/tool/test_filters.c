@@ -91,6 +91,15 @@ static struct res sh(const char *fmt, ...)
 	return r;
 }
 
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 static void assert_caret(const char *err, const char *def, int col, const char *name)
 {
 	char want[1200];
@@ -150,4 +159,41 @@ Test(filters, bad_filters_get_a_caret)
 	assert_caret(r.err, d4, 31, "BAD_IMM");
 	assert_caret(r.err, d5, 28, "NO_EP_FILTER");
 	cr_assert(strstr(r.err, "was not run"), "%s", r.err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Counts keyed (-c --by)                                                    */
+/* ------------------------------------------------------------------------ */
+
+Test(filters, counts_by_tid_comm_pid_and_argument)
+{
+	/* 3 threads named worker-0..2, 5 calls each. */
+	struct res r = sh("$U trace -c --by comm -e 'p:threads:target' -- $P/threads 3 5");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (int i = 0; i < 3; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "@count[p_target_0, worker-%d]: 5\n", i);
+		cr_assert(strstr(r.err, want), "%s", r.err);
+	}
+	r = sh("$U trace -c --by tid -e 'p:threads:target' -- $P/threads 3 5");
+	cr_assert_eq(count(r.err, "]: 5\n"), 3, "%s", r.err);
+	/* By an argument, with a filter; smallest counts first. */
+	r = sh("$U trace -c --by odd -e 'p:calls:target i=%%di:s64 odd=%%di:b1@0/64 if i < 10' "
+	       "-- $P/calls count 100");
+	cr_assert(strstr(r.err, "@count[p_target_0, 0]: 5\n@count[p_target_0, 1]: 5\n"), "%s",
+		  r.err);
+	/* By process with -F: the parent and its children apart. */
+	r = sh("$U trace -F -c --by pid,comm -e 'p:forker:target' -- $P/forker fork");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, ", forker]: "), "%s", r.err);
+	/* The same from a recording, keyed afterwards. */
+	r = sh("$U trace -c --by tid -o $T/t.ukp -e 'p:threads:target' -- $P/threads 2 7 && "
+	       "$U report $T/t.ukp && $U report --by comm $T/t.ukp");
+	cr_assert_eq(count(r.out, "]: 7\n"), 4, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "@count[p_target_0, worker-1]: 7\n"), "%s", r.out);
+	r = sh("$U trace -c --by nosuch -e 'p:threads:target' -- $P/threads 1 1");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--by nosuch: not tid, pid, comm"), "%s", r.err);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fetch.h"
+#include "agg.h"
 #include "format.h"
 #include "json.h"
 
@@ -241,6 +242,30 @@ static void perfetto_names(struct fmt_ctx *c, int pid, int tid, const char *comm
 	out_printf(c, "\"}},\n");
 }
 
+struct agg_ctx {
+	const struct pe_event *ev;
+	const struct arg_view *av;
+	int nav;
+	char buf[4096];
+};
+
+/* An argument's value as a key: as printed, strings without their quotes. */
+static const char *agg_argval(void *p, int i)
+{
+	struct agg_ctx *a = p;
+	size_t n;
+
+	if (i >= a->nav)
+		return "";
+	format_arg(&a->ev->args[i], &a->av[i], a->buf, sizeof(a->buf));
+	n = strlen(a->buf);
+	if (n >= 2 && a->buf[0] == '"' && a->buf[n - 1] == '"') {
+		a->buf[n - 1] = '\0';
+		return a->buf + 1;
+	}
+	return a->buf;
+}
+
 static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 {
 	const struct pe_event *ev;
@@ -261,6 +286,13 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 	if (!comm[0])
 		strcpy(comm, "<...>");
 	nav = rec_args(r, av, PE_MAX_ARGS);
+	if (c->agg) {
+		struct agg_ctx ac = { .ev = ev, .av = av, .nav = nav };
+
+		agg_add(c->agg, r->event, pid, r->tid, comm, agg_argval, &ac);
+	}
+	if (c->quiet)
+		return;
 	sec = r->ts / 1000000000ull;
 	usec = (r->ts % 1000000000ull) / 1000ull;
 	if (r->kind == REC_RETURN) {

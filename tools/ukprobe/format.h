@@ -25,6 +25,8 @@ struct fmt_ctx {
 	/* Perfetto: the processes and threads already named. */
 	int *named;
 	size_t nnamed, capnamed;
+	struct agg *agg;		/* -c --by: counted here (agg.h) */
+	bool quiet;			/* count, do not print the hits */
 	unsigned long long lost;	/* records lost, summed */
 	unsigned long long records;	/* hit records formatted */
 };

@@ -33,6 +33,7 @@
 #include "agent_env.h"
 #include "consume.h"
 #include "format.h"
+#include "agg.h"
 #include "fetch.h"
 #include "json.h"
 #include "prog_objs.h"
@@ -101,6 +102,8 @@ static const char usage_trace[] =
 "                         (instead of the events, unless --events)\n"
 "  -H, --hist NAME        log2 histogram of the argument NAME (or EVENT.NAME)\n"
 "                         (repeatable; instead of the events, unless --events)\n"
+"      --by KEY[,KEY]     with -c: counts per tid, pid, comm or argument\n"
+"                         NAME, as bpftrace's @[tid] = count()\n"
 "      --events           print the events too with --count or --hist\n"
 "  -F, --follow-fork      trace the children too (fork, and what they exec)\n"
 "  -p, --pid PID          attach to a running process; Ctrl-C (or SIGTERM)\n"
@@ -759,6 +762,8 @@ static int run(struct run_opts *o)
 		fprintf(h, "tool=ukprobe %s\ncount=%d\nevents=%d\nlatency=%d\nunit=%s\nunit_div=%llu\n",
 			UKPROBE_VERSION, o->count, o->events, o->latency, o->unit ? o->unit : "nsecs",
 			o->unit_div ? o->unit_div : 1);
+		if (o->by)
+			fprintf(h, "by=%s\n", o->by);
 		for (int i = 0; i < o->defs.n; i++)
 			fprintf(h, "def=%s\n", o->defs.v[i]);
 		for (int i = 0; i < o->nhists; i++)
@@ -826,7 +831,7 @@ static int run(struct run_opts *o)
 			"shm=%d\nfollow=%d\nevents=%d\nlatency=%d\n"
 			"initial=%d\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
 			"shmid=%llu:%llu\n",
-			shm_fd, o->follow, o->events, o->latency, !o->pid, agent, preload,
+			shm_fd, o->follow, o->events || o->by, o->latency, !o->pid, agent, preload,
 			(int)getpid(), shm_fd, tls, (unsigned long long)sst.st_dev,
 			(unsigned long long)sst.st_ino);
 		if (o->pid)
@@ -842,6 +847,16 @@ static int run(struct run_opts *o)
 
 	objmaps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, o->defs.n, objmaps);
+	if (o->by && fmt != FMT_UKP) {
+		char why[256];
+
+		fc.agg = agg_new(o->by, evs, o->defs.n, why, sizeof(why));
+		if (!fc.agg) {
+			tool_err("%s", why);
+			return 2;
+		}
+		fc.quiet = !o->events;
+	}
 	fmt_begin(&fc);
 	fflush(out);
 	consumer_init(&cons, shm, &fc, fmt == FMT_UKP ? out_fd : -1);
@@ -863,10 +878,12 @@ static int run(struct run_opts *o)
 		fmt_end(&fc);
 		if (r == 0) {
 			struct summary_opts so = {
-				.count = o->count, .hists = o->hists, .nhists = o->nhists,
+				.count = o->count && !fc.agg, .hists = o->hists, .nhists = o->nhists,
 				.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
 			};
 
+			if (fc.agg)
+				agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 			if (fmt == FMT_UKP)
 				ukp_write_summary(out_fd, shm);
 			else
@@ -996,10 +1013,12 @@ exec:
 				o->output, o->output);
 	} else {
 		struct summary_opts so = {
-			.count = o->count, .hists = o->hists, .nhists = o->nhists,
+			.count = o->count && !fc.agg, .hists = o->hists, .nhists = o->nhists,
 			.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
 		};
 
+		if (fc.agg)
+			agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 		report_summaries(fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON, shm, evs,
 				 o->defs.n, &so);
 	}
@@ -1084,6 +1103,7 @@ static int cmd_trace(int argc, char **argv)
 		{ "count", no_argument, NULL, 'c' },
 		{ "hist", required_argument, NULL, 'H' },
 		{ "events", no_argument, NULL, 'E' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "follow-fork", no_argument, NULL, 'F' },
 		{ "buffer-size", required_argument, NULL, 'b' },
 		{ "no-wait", no_argument, NULL, 'W' },
@@ -1118,6 +1138,7 @@ static int cmd_trace(int argc, char **argv)
 			o.hists[o.nhists++] = optarg;
 			break;
 		case 'E': force_events = true; break;
+		case 'B': o.by = optarg; break;
 		case 'F': o.follow = true; break;
 		case 'b':
 			o.bufsize = parse_size(optarg);
@@ -1147,6 +1168,10 @@ static int cmd_trace(int argc, char **argv)
 		}
 	}
 	o.events = force_events || (!o.count && !o.nhists);
+	if (o.by && !o.count) {
+		tool_err("--by counts: with -c (ukprobe trace -c --by KEY)");
+		return 2;
+	}
 	o.argv = argv + optind;
 	return run(&o);
 }

@@ -27,6 +27,7 @@ struct run_opts {
 	bool no_wait;
 	unsigned long long unit_div;
 	const char *unit;
+	const char *by;		/* -c --by KEYS (agg.h) */
 	char **argv;		/* CMD ARGS */
 	int pid;		/* -p PID: a running process */
 	double duration;	/* --duration SECONDS (0: until Ctrl-C or its end) */

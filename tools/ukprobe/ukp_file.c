@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "agg.h"
 #include "format.h"
 #include "report.h"
 #include "shm.h"
@@ -97,6 +98,7 @@ struct ukf {
 	char *hists[UKS_MAX_HISTS];
 	int nhists;
 	bool latency, count, events;
+	char *by;
 	unsigned long long unit_div;
 	char unit[16];
 	const struct uks *summary;
@@ -128,6 +130,8 @@ static int parse_header(struct ukf *f, const char *text, size_t len)
 			f->count = atoi(v);
 		} else if (!strcmp(l, "events")) {
 			f->events = atoi(v);
+		} else if (!strcmp(l, "by")) {
+			f->by = strdup(v);
 		} else if (!strcmp(l, "unit")) {
 			snprintf(f->unit, sizeof(f->unit), "%s", v);
 		} else if (!strcmp(l, "unit_div")) {
@@ -174,10 +178,11 @@ int cmd_report(int argc, char **argv, const char *usage)
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *format = NULL, *output = NULL;
+	const char *format = NULL, *output = NULL, *by = NULL;
 	struct ukf f = { 0 };
 	struct pe_event *evs;
 	struct objmaps *maps;
@@ -192,6 +197,7 @@ int cmd_report(int argc, char **argv, const char *usage)
 		switch (c) {
 		case 'T': format = optarg; break;
 		case 'o': output = optarg; break;
+		case 'B': by = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			fprintf(stderr, "Try 'ukprobe report --help'\n");
@@ -228,6 +234,16 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	maps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, f.defs.n, maps);
+	if (by || f.by) {
+		char why[256];
+
+		fc.agg = agg_new(by ? by : f.by, evs, f.defs.n, why, sizeof(why));
+		if (!fc.agg) {
+			tool_err("%s", why);
+			return 2;
+		}
+		fc.quiet = !f.events || by;
+	}
 
 	off = sizeof(struct ukf_header) + ((const struct ukf_header *)f.map)->hdr_len;
 	while (off + sizeof(struct ukf_chunk) <= f.size) {
@@ -281,15 +297,17 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	qsort(v, n, sizeof(*v), cmp_ent);
 	fmt_begin(&fc);
-	if (f.events)
+	if (f.events || fc.agg)
 		for (size_t i = 0; i < n; i++)
 			fmt_record(&fc, v[i].pid, v[i].r);
 	if (lost_outside)
 		fmt_lost(&fc, 0, 0, n ? v[n - 1].ts : 0, lost_outside);
 	fmt_end(&fc);
+	if (fc.agg)
+		agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 	if (f.summary) {
 		struct summary_opts so = {
-			.count = f.count, .hists = f.hists, .nhists = f.nhists,
+			.count = f.count && !fc.agg, .hists = f.hists, .nhists = f.nhists,
 			.latency = f.latency, .unit_div = f.unit_div, .unit = f.unit,
 		};
 
