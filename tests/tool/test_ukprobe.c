@@ -188,6 +188,35 @@ Test(ukprobe, help_for_every_command)
 	cr_assert_eq(r.status, 2);
 }
 
+Test(ukprobe, errors_point_at_the_real_mistake)
+{
+	/* An unknown option: one line and where to look, not the help. */
+	struct res r = sh("$U trace --bogus -e 'p:libc.so.6:malloc' -- true");
+
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.err, "ukprobe trace: unrecognized option '--bogus'\n"
+			 "Try 'ukprobe trace --help'\n");
+	/* Spaces for colons. */
+	r = sh("$U trace -e 'p libc.so.6 malloc' -- true");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "did you mean 'p libc.so.6:malloc'?"), "%s", r.err);
+	/* An event name and no probe point: the caret under the name. */
+	r = sh("$U trace -e 'p:malloc' -- true");
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "p:malloc\n  ^\n"), "%s", r.err);
+	cr_assert(strstr(r.err, "gives no probe point"), "%s", r.err);
+	/* A stripped program: why nothing is listed. */
+	r = sh("$U list-symbols $P/stripped-calls");
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "no function symbols (stripped)"), "%s", r.err);
+	r = sh("$U list-symbols $P/calls nosuchthing");
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "no function symbol matches nosuchthing"), "%s", r.err);
+	/* The event names of the manual: p_SYM_OFFS. */
+	r = sh("$U trace -e 'p:libc.so.6:getppid' -- $PY3 -c 'import os; os.getppid()'");
+	cr_assert(strstr(r.err, " p_getppid_0: (getppid+0x0/"), "%s", r.err);
+}
+
 Test(ukprobe, check_good_and_bad_definitions)
 {
 	struct res r = sh("$U check -e 'p:libc.so.6:malloc size=%%di:u64' "

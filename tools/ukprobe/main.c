@@ -11,6 +11,7 @@
  * starts CMD with the agent preloaded (and the audit module in LD_AUDIT),
  * waits for it, then prints the summaries and exits with CMD's status.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -307,6 +308,28 @@ int defs_add_file(struct defs *d, const char *path)
 	return err;
 }
 
+/*
+ * What the kernel's message does not say for the mistakes people make:
+ * "p libc.so.6 malloc" (spaces for colons: the kernel reads malloc as a
+ * BTF argument) and "p:malloc" (an event name, and no probe point).
+ */
+static void print_hint(const char *def, const struct pe_error *err)
+{
+	char w1[256] = "", w2[256] = "";
+	int n = 0;
+
+	if (sscanf(def, "%*s %255s %255s%n", w1, w2, &n) < 1)
+		w1[0] = '\0';
+	if (err->code == PE_ERR_NOSUP_BTFARG && w2[0] && !strchr(w1, ':') &&
+	    (isalpha((unsigned char)w2[0]) || w2[0] == '_') && !strpbrk(w2, "=%@$+-()"))
+		fprintf(stderr, "  a probe point is OBJ:SYM, with a colon: did you mean "
+			"'%c %s:%s'?\n", def[0], w1, w2);
+	else if (err->code == PE_ERR_BAD_PROBE_ADDR && !w1[0] && strchr(def, ':'))
+		fprintf(stderr, "  '%s' names an event (p:EVENT) and gives no probe point: "
+			"'%c %s' for SYM in any object, '%c:OBJ:%s' for one\n", def,
+			def[0], strchr(def, ':') + 1, def[0], strchr(def, ':') + 1);
+}
+
 /* Parse every definition (syntax only); print the error with a caret. */
 static int parse_all(struct defs *d, struct pe_event **evs)
 {
@@ -322,6 +345,7 @@ static int parse_all(struct defs *d, struct pe_event **evs)
 
 		if (e) {
 			pe_print_error(stderr, d->orig[i], &err);
+			print_hint(d->orig[i], &err);
 			bad++;
 			continue;
 		}
@@ -1163,7 +1187,8 @@ static int cmd_trace(int argc, char **argv)
 			print_usage("trace", stdout);
 			return 0;
 		default:
-			print_usage("trace", stderr);
+			/* getopt said what (one line); not the whole help. */
+			fprintf(stderr, "Try 'ukprobe trace --help'\n");
 			return 2;
 		}
 	}
@@ -1214,7 +1239,7 @@ static int cmd_latency(int argc, char **argv)
 			print_usage("latency", stdout);
 			return 0;
 		default:
-			print_usage("latency", stderr);
+			fprintf(stderr, "Try 'ukprobe latency --help'\n");
 			return 2;
 		}
 	}
@@ -1263,6 +1288,13 @@ int main(int argc, char **argv)
 	}
 	argv++;
 	argc--;
+	{
+		/* getopt's messages name the command: "ukprobe trace: ...". */
+		static char prog[64];
+
+		snprintf(prog, sizeof(prog), "ukprobe %s", cmd);
+		argv[0] = prog;
+	}
 	if (!strcmp(cmd, "trace"))
 		return cmd_trace(argc, argv);
 	if (!strcmp(cmd, "latency"))
@@ -1277,6 +1309,6 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "report"))
 		return cmd_report(argc, argv, usage_report);
 	tool_err("unknown command '%s'", cmd);
-	print_usage(NULL, stderr);
+	fprintf(stderr, "Try 'ukprobe --help'\n");
 	return 2;
 }

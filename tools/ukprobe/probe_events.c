@@ -1193,8 +1193,16 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 		goto out;
 	}
 	if (argc < 2) {
-		c.index = 1;
-		ret = log_err(&c, 0, PE_ERR_BAD_PROBE_ADDR);
+		/* No probe point.  After "p:NAME" the caret goes under NAME
+		 * (the point the user meant to give, not an event name),
+		 * not past the end of the line. */
+		if (event) {
+			c.index = 0;
+			ret = log_err(&c, (int)(event - a0), PE_ERR_BAD_PROBE_ADDR);
+		} else {
+			c.index = 1;
+			ret = log_err(&c, 0, PE_ERR_BAD_PROBE_ADDR);
+		}
 		goto out;
 	}
 
