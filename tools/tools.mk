@@ -76,6 +76,7 @@ $(UKP_AUDIT): $(UKP_TOOL_DIR)/audit.c
 
 UKP_TPROG_SRCS := $(filter-out tests/tool/progs/lib%.c,$(wildcard tests/tool/progs/*.c))
 UKP_TPROGS     := $(patsubst tests/tool/progs/%.c,$(B)/tests/tool-progs/%,$(UKP_TPROG_SRCS)) \
+                  $(patsubst tests/tool/progs/%.cc,$(B)/tests/tool-progs/%,$(wildcard tests/tool/progs/*.cc)) \
                   $(patsubst tests/tool/progs/%.c,$(B)/tests/tool-progs/%.so,$(wildcard tests/tool/progs/lib*.c))
 UKP_TTESTS     := $(patsubst tests/tool/%.c,$(B)/tests/tool/%,$(wildcard tests/tool/*.c))
 
@@ -88,6 +89,11 @@ $(B)/tests/tool-progs/lib%.so: tests/tool/progs/lib%.c
 $(B)/tests/tool-progs/%: tests/tool/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread -ldl
+
+# C++ programs (C++ names in definitions and output).
+$(B)/tests/tool-progs/%: tests/tool/progs/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -o $@ $<
 
 # The same program without its symbol table, for the OBJ:0xOFFSET form.
 $(B)/tests/tool-progs/stripped-calls: $(B)/tests/tool-progs/calls

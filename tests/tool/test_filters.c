@@ -197,3 +197,78 @@ Test(filters, counts_by_tid_comm_pid_and_argument)
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "--by nosuch: not tid, pid, comm"), "%s", r.err);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Globs, C++ names, many definitions                                        */
+/* ------------------------------------------------------------------------ */
+
+static long count_of(const char *s, const char *event)
+{
+	char key[256];
+	const char *p;
+
+	snprintf(key, sizeof(key), "@count[%s]: ", event);
+	p = strstr(s, key);
+	return p ? atol(p + strlen(key)) : -1;
+}
+
+Test(filters, glob_over_libc_one_probe_per_function)
+{
+	/* str* of libc: each function its own event, indirect functions
+	 * (strlen) by their names as in the source. */
+	struct res r = sh("$U trace -c -e 'p:libc.so.6:str*' -- ls / >/dev/null");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_gt(count_of(r.err, "p_strlen_0"), 0, "%s", r.err);
+	cr_assert_gt(count_of(r.err, "p_strcmp_0"), 0, "%s", r.err);
+	cr_assert(!strstr(r.err, "@count[p_libc"), "unnamed: %s", r.err);
+	/* Events too, named after their functions; r: as well. */
+	r = sh("$U trace -e 'r:libc.so.6:strdup*' -- ls / >/dev/null");
+	cr_assert(strstr(r.err, " r_strdup_0: ("), "%s", r.err);
+	/* A glob that matches nothing, in an object loaded at start. */
+	r = sh("$U trace -c -e 'p:libc.so.6:no_such_fn_*' -- true");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "no function of libc.so.6 matches no_such_fn_*"), "%s", r.err);
+}
+
+Test(filters, every_function_of_libz)
+{
+	/* p:libz.so.1:* over python's zlib module (loaded by dlopen). */
+	struct res r;
+
+	if (system("command -v python3 >/dev/null"))
+		cr_skip_test("python3 is not installed");
+	r = sh("$U trace -c -e 'p:libz.so.1:*' -- python3 -c 'import zlib\n"
+	       "for i in range(3): zlib.decompress(zlib.compress(b\"x\" * 10000))'");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "p_deflate_0"), 3, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "p_deflateEnd_0"), 3, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "p_inflate_0"), 3, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "p_compress2_0"), -1, "%s", r.err);
+}
+
+Test(filters, cxx_names_in_definitions_and_output)
+{
+	/* ns::Parser::parse is overloaded: a probe on each. */
+	struct res r = sh("$U trace -e 'p:cxx:ns::Parser::parse' -- $P/cxx");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "sum=58\n");
+	cr_assert_eq(count(r.err, ": (ns::Parser::parse(int)+0x0/"), 3, "%s", r.err);
+	cr_assert_eq(count(r.err, ": (ns::Parser::parse(char const*)+0x0/"), 2, "%s", r.err);
+	r = sh("$U trace -c -e 'r:cxx:ns::Parser::parse ret=$retval:s64' -- $P/cxx");
+	cr_assert_eq(count_of(r.err, "r_ns__Parser__parse_int__0"), 3, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "r_ns__Parser__parse_char_const___0"), 2, "%s", r.err);
+}
+
+Test(filters, more_than_128_definitions)
+{
+	/* 300 definitions (the limit was 128), every one counted. */
+	struct res r = sh("for i in $(seq 300); do echo \"p:e$i calls:target\"; done > $T/defs && "
+			  "$U trace -c -f $T/defs -- $P/calls count 7");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "e1"), 7, "%s", r.err);
+	cr_assert_eq(count_of(r.err, "e300"), 7, "%s", r.err);
+	cr_assert_eq(count(r.err, "]: 7\n"), 300);
+}

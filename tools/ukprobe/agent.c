@@ -52,6 +52,7 @@
 #include "fetch.h"
 #include "point_check.h"
 #include "syms.h"
+#include <elf.h>
 
 #define AGENT_API __attribute__((visibility("default")))
 
@@ -113,7 +114,7 @@ static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
 {
-	struct uks_event *se = &shm->ev[t->id];
+	struct uks_event *se = uks_ev(shm, t->id);
 	unsigned int expect = 0;
 	va_list ap;
 
@@ -263,14 +264,14 @@ static int setup_events(const char *defs, const char *hists)
 			hnames[nh++] = strdup(h);
 		free(hc);
 	}
-	tevs = calloc(UKS_MAX_EVENTS, sizeof(*tevs));
+	tevs = calloc(shm->nevents + 1, sizeof(*tevs));
 	if (!tevs) {
 		free(copy);
 		return -ENOMEM;
 	}
 	/* @SYM arguments are resolved when the probe is placed. */
 	pe_set_resolvers(NULL, symbolize_cb);
-	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < UKS_MAX_EVENTS;
+	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < (int)shm->nevents;
 	     d = strtok_r(NULL, "\n", &save)) {
 		struct tev *t = &tevs[ntevs];
 		struct pe_error err;
@@ -314,11 +315,185 @@ static int setup_events(const char *defs, const char *hists)
 
 static unsigned long tev_missed(const struct tev *t)
 {
+	unsigned long m = 0;
+
 	if (t->state != TEV_PLACED)
 		return 0;
-	if (t->is_ret)
-		return (unsigned long)t->u.rp.nmissed + t->u.rp.kp.nmissed;
-	return t->u.kp.nmissed;
+	for (int i = 0; i < t->nprobes; i++) {
+		const struct probe *p = &t->probes[i];
+
+		if (!p->placed)
+			continue;
+		if (t->is_ret)
+			m += (unsigned long)p->u.rp.nmissed + p->u.rp.kp.nmissed;
+		else
+			m += p->u.kp.nmissed;
+	}
+	return m;
+}
+
+/* Take t's probes out (a grace period each: no handler of theirs runs
+ * once this returns). */
+static void unplace(struct tev *t)
+{
+	for (int i = 0; i < t->nprobes; i++) {
+		struct probe *p = &t->probes[i];
+
+		if (!p->placed)
+			continue;
+		if (t->is_ret)
+			unregister_kretprobe(&p->u.rp);
+		else
+			unregister_kprobe(&p->u.kp);
+		p->placed = false;
+	}
+}
+
+/* Register probe p of t at what its kprobe says; 0 or -errno. */
+static int register_one(struct tev *t, struct probe *p)
+{
+	struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+	int err;
+
+	p->t = t;
+	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
+	 * take the optimized fast path that saves no vector state. */
+	kp->flags |= KPROBE_FLAG_GPR_ONLY;
+	if (t->is_ret) {
+		p->u.rp.handler = agent_kretprobe_ret;
+		p->u.rp.entry_handler = agent_kretprobe_entry;
+		p->u.rp.data_size = 8 + (size_t)t->ev.nentry_args * sizeof(unsigned long);
+		p->u.rp.maxactive = t->ev.maxactive;
+		err = register_kretprobe(&p->u.rp);
+	} else {
+		kp->pre_handler = agent_kprobe_pre;
+		err = register_kprobe(kp);
+	}
+	if (!err) {
+		p->func = (uintptr_t)kp->addr;
+		p->placed = true;
+		if (kp->symbol_name) {
+			/* By the name asked for, whatever the engine chose (an
+			 * indirect function's implementation). */
+			const char *c = strrchr(kp->symbol_name, ':');
+
+			meta_name(p->func, c && (c == kp->symbol_name || c[-1] != ':') ? c + 1 :
+				  kp->symbol_name);
+		}
+	}
+	return err;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A glob or a C++ name: a probe on each function of the object that it
+ * names (the function's entry; aliases once).  0 placed (some may have
+ * been refused: counted), -EAGAIN the object is not loaded, -ENOENT none
+ * matched.
+ */
+static int place_multi(struct tev *t)
+{
+	struct pe_event *ev = &t->ev;
+	const struct symfile *sf;
+	uintptr_t bias, *addrs;
+	const struct ksym **ifuncs;
+	size_t n = 0, ni = 0;
+	int placed = 0, refused = 0, first_err = 0;
+
+	if (!ev->object[0]) {
+		event_error(t, PE_ERR_BAD_PROBE_ADDR, ev->point_pos,
+			    "a glob or a C++ name needs its object: OBJ:%s", ev->symbol);
+		return -EINVAL;
+	}
+	if (lobjs_symfile(ev->object, NULL, &sf, &bias))
+		return lobjs_loaded(ev->object, NULL, 0) ? -ENOENT : -EAGAIN;
+	addrs = malloc((sf->nsyms + 1) * sizeof(*addrs));
+	ifuncs = malloc((sf->nsyms + 1) * sizeof(*ifuncs));
+	if (!addrs || !ifuncs) {
+		free(addrs);
+		free(ifuncs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sf->nsyms; i++) {
+		const struct ksym *k = &sf->syms[i];
+
+		if (!ksym_is_func(k) || !symfile_vaddr_exec(sf, k->addr) ||
+		    !sym_name_matches(ev->symbol, ksym_name(sf, k)))
+			continue;
+		/* An indirect function (strlen): by its name, which the
+		 * engine resolves to the implementation the program uses. */
+		if (k->type == STT_GNU_IFUNC)
+			ifuncs[ni++] = k;
+		else
+			addrs[n++] = bias + k->addr;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_addr);
+	{
+		size_t j = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (!j || addrs[i] != addrs[j - 1])
+				addrs[j++] = addrs[i];
+		n = j;
+	}
+	if (!n && !ni) {
+		free(addrs);
+		free(ifuncs);
+		event_error(t, PE_ERR_BAD_PROBE_ADDR, ev->point_pos, "no function of %s matches %s",
+			    ev->object, ev->symbol);
+		return -ENOENT;
+	}
+	for (int i = 0; i < t->nprobes; i++)
+		free(t->probes[i].symspec);
+	free(t->probes);
+	t->probes = calloc(n + ni, sizeof(*t->probes));
+	if (!t->probes) {
+		free(addrs);
+		free(ifuncs);
+		return -ENOMEM;
+	}
+	t->nprobes = (int)(n + ni);
+	for (size_t i = 0; i < n + ni; i++) {
+		struct probe *p = &t->probes[i];
+		struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+		int err;
+
+		if (i < n) {
+			kp->addr = (kprobe_opcode_t *)addrs[i];
+		} else if (asprintf(&p->symspec, "%s:%s", ev->object,
+				    ksym_name(sf, ifuncs[i - n])) > 0) {
+			kp->symbol_name = p->symspec;
+		} else {
+			refused++;
+			continue;
+		}
+		err = register_one(t, p);
+		if (err) {
+			refused++;
+			if (!first_err)
+				first_err = err;
+		} else {
+			placed++;
+		}
+	}
+	free(addrs);
+	free(ifuncs);
+	if (!placed) {
+		event_error(t, PE_ERR_FAIL_REG_PROBE, ev->point_pos,
+			    "none of the %zu functions could be probed: %s", n + ni,
+			    strerror(-first_err));
+		return -EINVAL;
+	}
+	atomic_fetch_add(&uks_ev(shm, t->id)->placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->probes, (uint32_t)placed);
+	atomic_fetch_add(&uks_ev(shm, t->id)->refused, (uint32_t)refused);
+	return 0;
 }
 
 /* Add the nmissed counts since the last call to the shared counters. */
@@ -328,7 +503,7 @@ static void account_missed(void)
 		unsigned long m = tev_missed(&tevs[i]);
 
 		if (m > missed_base[i])
-			atomic_fetch_add(&shm->ev[i].missed, m - missed_base[i]);
+			atomic_fetch_add(&uks_ev(shm, i)->missed, m - missed_base[i]);
 		missed_base[i] = m;
 	}
 }
@@ -389,13 +564,15 @@ static int check_in_file(struct tev *t)
 static int place(struct tev *t)
 {
 	struct pe_event *ev = &t->ev;
-	struct kprobe *kp = t->is_ret ? &t->u.rp.kp : &t->u.kp;
+	struct kprobe *kp;
 	struct pe_error perr;
 	uintptr_t addr = 0;
 	int err;
 
 	if (ev->object[0] && !lobjs_loaded(ev->object, NULL, 0))
 		return -EAGAIN;
+	if (ev->multi)
+		return place_multi(t);
 	memset(&perr, 0, sizeof(perr));
 	err = pe_event_resolve(ev, &perr);
 	if (err && ev->symbol[0] && perr.code == PE_ERR_BAD_PROBE_ADDR &&
@@ -415,7 +592,12 @@ static int place(struct tev *t)
 	err = check_in_file(t);
 	if (err)
 		return err;
-	memset(&t->u, 0, sizeof(t->u));
+	free(t->probes);
+	t->probes = calloc(1, sizeof(*t->probes));
+	if (!t->probes)
+		return -ENOMEM;
+	t->nprobes = 1;
+	kp = t->is_ret ? &t->probes[0].u.rp.kp : &t->probes[0].u.kp;
 	if (ev->addr_is_file_offset) {
 		if (lobjs_offset_addr(ev->object, ev->address, &addr)) {
 			event_error(t, PE_ERR_BAD_FILE_OFFS, ev->point_pos + (int)strlen(ev->object) + 1,
@@ -433,19 +615,7 @@ static int place(struct tev *t)
 		kp->symbol_name = t->symspec;
 		kp->offset = (unsigned int)ev->offset;
 	}
-	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
-	 * take the optimized fast path that saves no vector state. */
-	kp->flags |= KPROBE_FLAG_GPR_ONLY;
-	if (t->is_ret) {
-		t->u.rp.handler = agent_kretprobe_ret;
-		t->u.rp.entry_handler = agent_kretprobe_entry;
-		t->u.rp.data_size = 8 + (size_t)ev->nentry_args * sizeof(unsigned long);
-		t->u.rp.maxactive = ev->maxactive;
-		err = register_kretprobe(&t->u.rp);
-	} else {
-		kp->pre_handler = agent_kprobe_pre;
-		err = register_kprobe(kp);
-	}
+	err = register_one(t, &t->probes[0]);
 	if (err == -ENOENT && !ev->object[0] && ev->symbol[0])
 		return -EAGAIN;	/* maybe in an object loaded later */
 	if (err) {
@@ -457,8 +627,8 @@ static int place(struct tev *t)
 			    strerror(-err), errname(-err));
 		return err;
 	}
-	t->func = (uintptr_t)kp->addr;
-	atomic_fetch_add(&shm->ev[t->id].placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->probes, 1);
 	return 0;
 }
 
@@ -510,13 +680,10 @@ AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
 	for (int i = 0; i < ntevs; i++) {
 		struct tev *t = &tevs[i];
 
-		if (t->state != TEV_PLACED || !lobjs_addr_in(name, t->func))
+		if (t->state != TEV_PLACED || !t->nprobes || !lobjs_addr_in(name, t->probes[0].func))
 			continue;
 		account_missed();
-		if (t->is_ret)
-			unregister_kretprobe(&t->u.rp);
-		else
-			unregister_kprobe(&t->u.kp);
+		unplace(t);
 		missed_base[i] = 0;
 		t->state = TEV_PENDING;
 	}
@@ -772,10 +939,7 @@ AGENT_API int ukprobe_agent_detach(void)
 
 		if (t->state != TEV_PLACED)
 			continue;
-		if (t->is_ret)
-			unregister_kretprobe(&t->u.rp);
-		else
-			unregister_kprobe(&t->u.kp);
+		unplace(t);
 		t->state = TEV_PENDING;
 	}
 	account_missed();

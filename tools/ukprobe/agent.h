@@ -39,18 +39,32 @@ struct agent_conf {
 /* One definition. */
 enum tev_state { TEV_PENDING, TEV_PLACED, TEV_FAILED };
 
+struct tev;
+
+/* One probe of a definition: one, or one per function a glob or a C++
+ * name names.  The handlers find their definition through it. */
+struct probe {
+	union {
+		struct kprobe kp;
+		struct kretprobe rp;
+	} u;
+	struct tev *t;
+	uintptr_t func;		/* probed address once placed */
+	bool placed;
+	char *symspec;		/* "obj:sym" of an indirect function (the
+				 * engine resolves it to the implementation
+				 * chosen), or NULL */
+};
+
 struct tev {
 	int id;
 	struct pe_event ev;
 	const char *def;
 	enum tev_state state;
 	bool is_ret;
-	union {
-		struct kprobe kp;
-		struct kretprobe rp;
-	} u;
+	struct probe *probes;	/* nprobes of them (placed, or not) */
+	int nprobes;
 	char symspec[600];	/* "obj:sym" for the engine */
-	uintptr_t func;		/* probed address once placed */
 	uint32_t max_rec;	/* largest record */
 	int8_t hist_arg[UKS_MAX_HISTS];	/* arg index per --hist, or -1 */
 	bool any_hist;
@@ -91,6 +105,7 @@ AGENT_HIDDEN void meta_objects_changed(void);	/* announce new objects */
 AGENT_HIDDEN void meta_object_gone(uintptr_t bias);
 AGENT_HIDDEN void meta_after_fork(void);
 AGENT_HIDDEN void meta_retire(void);
+AGENT_HIDDEN void meta_name(uintptr_t addr, const char *name);
 
 /* agent.c */
 AGENT_HIDDEN void agent_note_error(const char *fmt, ...)

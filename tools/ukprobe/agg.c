@@ -34,7 +34,7 @@ struct agg *agg_new(const char *keys, const struct pe_event *evs, int nevs, char
 		    size_t errlen)
 {
 	struct agg *a = calloc(1, sizeof(*a));
-	char *copy = strdup(keys), *save = NULL;
+	char *copy = strdup(keys ? keys : ""), *save = NULL;
 
 	if (!a || !copy) {
 		free(a);
@@ -76,7 +76,7 @@ struct agg *agg_new(const char *keys, const struct pe_event *evs, int nevs, char
 		a->nkeys++;
 	}
 	free(copy);
-	if (!a->nkeys) {
+	if (!a->nkeys && keys) {
 		snprintf(err, errlen, "--by: give a key (tid, pid, comm, ARG)");
 		free(a);
 		return NULL;
@@ -130,13 +130,13 @@ static int grow(struct agg *a)
 	return 0;
 }
 
-void agg_add(struct agg *a, int ev, int pid, int tid, const char *comm,
+void agg_add(struct agg *a, int ev, const char *evname, int pid, int tid, const char *comm,
 	     const char *(*argval)(void *ctx, int i), void *ctx)
 {
 	char key[4096];
 	size_t n = 0, j;
 
-	n += (size_t)snprintf(key, sizeof(key), "%s", a->evs[ev].event) + 1;
+	n += (size_t)snprintf(key, sizeof(key), "%s", evname) + 1;
 	for (int k = 0; k < a->nkeys && n < sizeof(key); k++) {
 		const char *v = "";
 		char num[32];

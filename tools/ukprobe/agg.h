@@ -18,15 +18,17 @@
 
 struct agg;
 
-/* keys: "tid", "pid", "comm" or an argument's name, comma-separated.
- * NULL with a message in err when a key is neither. */
+/* keys: "tid", "pid", "comm" or an argument's name, comma-separated (NULL:
+ * none, counts per event).  NULL with a message in err when a key is
+ * neither. */
 struct agg *agg_new(const char *keys, const struct pe_event *evs, int nevs, char *err,
 		    size_t errlen);
 void agg_free(struct agg *a);
 
-/* One hit of event ev of thread tid of process pid; argument i's value as
- * text is argval(ctx, i). */
-void agg_add(struct agg *a, int ev, int pid, int tid, const char *comm,
+/* One hit of definition ev (shown as evname: a glob's probes each have
+ * their own) of thread tid of process pid; argument i's value as text is
+ * argval(ctx, i). */
+void agg_add(struct agg *a, int ev, const char *evname, int pid, int tid, const char *comm,
 	     const char *(*argval)(void *ctx, int i), void *ctx);
 
 void agg_print(struct agg *a, FILE *out, bool json);

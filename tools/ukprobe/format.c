@@ -266,12 +266,35 @@ static const char *agg_argval(void *p, int i)
 	return a->buf;
 }
 
+/* The event's name: a glob's (or a C++ name's) probes are named after
+ * their functions, p_FUNC_0, unless the definition named them. */
+static const char *event_name(struct fmt_ctx *c, const struct pe_event *ev, int pid,
+			      const struct rec *r)
+{
+	static char buf[PE_MAX_EVENT_NAME_LEN + 1];
+	const char *fn;
+	size_t n = 0;
+
+	if (!ev->multi || ev->named)
+		return ev->event;
+	fn = objmaps_symbolize(c->maps, pid, r->ts, r->ip, false);
+	buf[n++] = r->kind == REC_RETURN ? 'r' : 'p';
+	buf[n++] = '_';
+	for (; *fn && n < sizeof(buf) - 3; fn++)
+		buf[n++] = (isalnum((unsigned char)*fn) || *fn == '_') ? *fn : '_';
+	buf[n++] = '_';
+	buf[n++] = '0';
+	buf[n] = '\0';
+	return buf;
+}
+
 static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 {
 	const struct pe_event *ev;
 	struct arg_view av[PE_MAX_ARGS];
 	char comm[17], loc[1024], func[1024], val[4096];
 	unsigned long long sec, usec;
+	const char *evname;
 	int nav;
 
 	if (r->event >= (unsigned int)c->nevs)
@@ -289,10 +312,12 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 	if (c->agg) {
 		struct agg_ctx ac = { .ev = ev, .av = av, .nav = nav };
 
-		agg_add(c->agg, r->event, pid, r->tid, comm, agg_argval, &ac);
+		agg_add(c->agg, r->event, event_name(c, ev, pid, r), pid, r->tid, comm,
+			agg_argval, &ac);
 	}
 	if (c->quiet)
 		return;
+	evname = event_name(c, ev, pid, r);
 	sec = r->ts / 1000000000ull;
 	usec = (r->ts % 1000000000ull) / 1000ull;
 	if (r->kind == REC_RETURN) {
@@ -307,10 +332,10 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 	case FMT_TEXT:
 		if (r->kind == REC_RETURN)
 			out_printf(c, "%16s-%-7d [%03d] %5llu.%06llu: %s: (%s <- %s)",
-				   comm, r->tid, r->cpu, sec, usec, ev->event, loc, func);
+				   comm, r->tid, r->cpu, sec, usec, evname, loc, func);
 		else
 			out_printf(c, "%16s-%-7d [%03d] %5llu.%06llu: %s: (%s)",
-				   comm, r->tid, r->cpu, sec, usec, ev->event, loc);
+				   comm, r->tid, r->cpu, sec, usec, evname, loc);
 		for (int i = 0; i < nav; i++) {
 			format_arg(&ev->args[i], &av[i], val, sizeof(val));
 			out_printf(c, " %s=%s", ev->args[i].name, val);
@@ -324,7 +349,7 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 		out_printf(c, "\",\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"group\":\"", pid, r->tid, r->cpu);
 		out_json_cstr(c, ev->group);
 		out_printf(c, "\",\"event\":\"");
-		out_json_cstr(c, ev->event);
+		out_json_cstr(c, evname);
 		out_printf(c, "\",\"probe\":\"%s\",", r->kind == REC_RETURN ? "return" : "entry");
 		if (r->kind == REC_RETURN) {
 			out_printf(c, "\"function\":\"");
@@ -360,13 +385,13 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 				   (unsigned long long)(r->entry_ts % 1000),
 				   (unsigned long long)(d / 1000), (unsigned long long)(d % 1000),
 				   pid, r->tid);
-			out_json_cstr(c, ev->event);
+			out_json_cstr(c, evname);
 			out_printf(c, "\",\"caller\":\"");
 			out_json_cstr(c, loc);
 			out_printf(c, "\",\"values\":");
 		} else {
 			out_printf(c, "{\"name\":\"");
-			out_json_cstr(c, ev->event);
+			out_json_cstr(c, evname);
 			out_printf(c, "\",\"cat\":\"");
 			out_json_cstr(c, ev->group);
 			out_printf(c, "\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%llu.%03llu,"

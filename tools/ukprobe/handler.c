@@ -301,7 +301,7 @@ static void hist_value(struct tev *t, int h, const struct fetch_ctx *ctx)
 static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 		 uint64_t ret, uint64_t entry_ts, const unsigned long *edata)
 {
-	struct uks_event *se = &shm->ev[t->id];
+	struct uks_event *se = uks_ev(shm, t->id);
 	struct fetch_ctx ctx;
 	char comm[16];
 	uint64_t ts, head;
@@ -444,7 +444,7 @@ out:
 
 int agent_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 {
-	struct tev *t = container_of(p, struct tev, u.kp);
+	struct tev *t = container_of(p, struct probe, u.kp)->t;
 
 	emit(t, regs, REC_ENTRY, (uint64_t)(uintptr_t)p->addr, 0, 0, NULL);
 	return 0;
@@ -459,7 +459,7 @@ int agent_kretprobe_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	/* Not tracing, or the agent's own call: skip it (no return handler). */
 	if (!rp || !atomic_load_explicit(&tracing, memory_order_relaxed) || my_depth)
 		return 1;
-	t = container_of(rp, struct tev, u.rp);
+	t = container_of(rp, struct probe, u.rp)->t;
 	if (t->ev.nentry_args)
 		fetch_save_entry_args(&t->ev, regs, (unsigned long *)(ri->data + 8));
 	*(uint64_t *)ri->data = agent_now_ns();
@@ -473,8 +473,8 @@ int agent_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	if (!rp)
 		return 0;
-	t = container_of(rp, struct tev, u.rp);
-	emit(t, regs, REC_RETURN, t->func, (uint64_t)(uintptr_t)ri->ret_addr,
+	t = container_of(rp, struct probe, u.rp)->t;
+	emit(t, regs, REC_RETURN, container_of(rp, struct probe, u.rp)->func, (uint64_t)(uintptr_t)ri->ret_addr,
 	     *(uint64_t *)ri->data, (const unsigned long *)(ri->data + 8));
 	return 0;
 }

@@ -272,6 +272,18 @@ int defs_add(struct defs *d, const char *def)
 		tool_err("too many definitions (at most %d)", UKS_MAX_EVENTS);
 		return -1;
 	}
+	if (d->n == d->cap) {
+		int cap = d->cap ? 2 * d->cap : 64;
+		char **nv = realloc(d->v, (size_t)cap * sizeof(*nv));
+		char **no = nv ? realloc(d->orig, (size_t)cap * sizeof(*no)) : NULL;
+
+		if (nv)
+			d->v = nv;
+		if (!no)
+			return -1;
+		d->orig = no;
+		d->cap = cap;
+	}
 	d->v[d->n] = strdup(def);
 	d->orig[d->n] = strdup(def);
 	if (!d->v[d->n] || !d->orig[d->n])
@@ -618,14 +630,14 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 			fprintf(stderr, " (no free per-thread buffer)");
 		fprintf(stderr, "; the output marks where ([LOST N EVENTS])\n");
 		for (int i = 0; i < o->defs.n; i++) {
-			unsigned long long d = atomic_load(&shm->ev[i].dropped);
+			unsigned long long d = atomic_load(&uks_ev(shm, i)->dropped);
 
 			if (d && o->verbose)
 				fprintf(stderr, "ukprobe:   %s: %llu dropped\n", evs[i].event, d);
 		}
 	}
 	for (int i = 0; i < o->defs.n; i++) {
-		struct uks_event *se = &shm->ev[i];
+		struct uks_event *se = uks_ev(shm, i);
 		unsigned long long m = atomic_load(&se->missed);
 
 		if (m)
@@ -667,6 +679,7 @@ static bool ends_with(const char *s, const char *suffix)
 
 static int run(struct run_opts *o)
 {
+	bool per_probe_counts = false;
 	struct pe_event *evs = NULL;
 	char *agent, *audit;
 	int fmt, out_fd, shm_fd, status = 0;
@@ -714,6 +727,7 @@ static int run(struct run_opts *o)
 		char why[512];
 
 		/* Nothing is done to a process ukprobe may not trace. */
+		sym_demangle_may_load(true);
 		if (inject_refusal(o->pid, why, sizeof(why))) {
 			tool_err("%s", why);
 			return 1;
@@ -724,6 +738,12 @@ static int run(struct run_opts *o)
 		tool_err("%s was not run", o->argv[0]);
 		return 2;
 	}
+	/* A glob's probes are counted each (named after their functions):
+	 * from the records, by the command. */
+	for (int i = 0; i < o->defs.n; i++)
+		if (evs[i].multi && o->count)
+			per_probe_counts = true;
+	sym_demangle_may_load(true);
 	for (int h = 0; h < o->nhists; h++) {
 		bool found = false, ok = true;
 
@@ -820,7 +840,8 @@ static int run(struct run_opts *o)
 	} else {
 		shm_fd = memfd_create("ukprobe", MFD_CLOEXEC);
 	}
-	shm_hdr = ((sizeof(struct uks) + 4095) & ~(size_t)4095);
+	shm_hdr = ((sizeof(struct uks) + (size_t)o->defs.n * sizeof(struct uks_event) + 4095) &
+		   ~(size_t)4095);
 	rings_sz = ((o->nrings * sizeof(struct uks_ring)) + 4095) & ~(size_t)4095;
 	total = shm_hdr + rings_sz + o->nrings * o->bufsize;
 	if (shm_fd < 0 || ftruncate(shm_fd, (off_t)total)) {
@@ -839,6 +860,7 @@ static int run(struct run_opts *o)
 	shm->magic = UKS_MAGIC;
 	shm->version = UKS_VERSION;
 	shm->nevents = (uint32_t)o->defs.n;
+	shm->ev_off = sizeof(struct uks);
 	shm->nhists = (uint32_t)o->nhists;
 	shm->nrings = (uint32_t)o->nrings;
 	shm->ring_size = (uint32_t)o->bufsize;
@@ -855,7 +877,8 @@ static int run(struct run_opts *o)
 			"shm=%d\nfollow=%d\nevents=%d\nlatency=%d\n"
 			"initial=%d\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
 			"shmid=%llu:%llu\n",
-			shm_fd, o->follow, o->events || o->by, o->latency, !o->pid, agent, preload,
+			shm_fd, o->follow, o->events || o->by || per_probe_counts, o->latency, !o->pid,
+			agent, preload,
 			(int)getpid(), shm_fd, tls, (unsigned long long)sst.st_dev,
 			(unsigned long long)sst.st_ino);
 		if (o->pid)
@@ -871,7 +894,7 @@ static int run(struct run_opts *o)
 
 	objmaps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, o->defs.n, objmaps);
-	if (o->by && fmt != FMT_UKP) {
+	if ((o->by || per_probe_counts) && fmt != FMT_UKP) {
 		char why[256];
 
 		fc.agg = agg_new(o->by, evs, o->defs.n, why, sizeof(why));
@@ -1025,8 +1048,8 @@ exec:
 	fmt_end(&fc);
 	if (atomic_load(&shm->fatal)) {
 		for (int i = 0; i < o->defs.n; i++)
-			if (atomic_load(&shm->ev[i].error_set))
-				print_event_error(o, i, &shm->ev[i]);
+			if (atomic_load(&uks_ev(shm, i)->error_set))
+				print_event_error(o, i, uks_ev(shm, i));
 		tool_err("%s was not run: a definition could not be placed", o->argv[0]);
 		return 2;
 	}

@@ -164,3 +164,14 @@ void meta_retire(void)
 	meta_ring = -1;
 	pthread_mutex_unlock(&meta_mu);
 }
+
+/* Probe at addr placed by the name name (indirect functions: the engine
+ * chose the implementation, which may have no symbol of its own). */
+void meta_name(uintptr_t addr, const char *name)
+{
+	struct rec h = { .kind = REC_NAME, .ip = addr };
+
+	pthread_mutex_lock(&meta_mu);
+	meta_put(&h, name, strlen(name) + 1);
+	pthread_mutex_unlock(&meta_mu);
+}

@@ -36,9 +36,17 @@ struct cent {
 	char *text;
 };
 
+struct oname {
+	int pid;
+	uint64_t from, addr;
+	char *name;
+};
+
 struct objmaps {
 	struct oent *v;
 	size_t n, cap;
+	struct oname *names;	/* REC_NAME */
+	size_t nnames, capnames;
 	struct cent cache[CACHE_SIZE];
 };
 
@@ -55,6 +63,9 @@ void objmaps_free(struct objmaps *m)
 		free(m->v[i].path);
 	for (int i = 0; i < CACHE_SIZE; i++)
 		free(m->cache[i].text);
+	for (size_t i = 0; i < m->nnames; i++)
+		free(m->names[i].name);
+	free(m->names);
 	free(m->v);
 	free(m);
 }
@@ -123,6 +134,20 @@ void objmaps_apply(struct objmaps *m, int pid, const struct rec *r)
 		o->base = o->path ? basename_of(o->path) : "?";
 		break;
 	}
+	case REC_NAME:
+		if (m->nnames == m->capnames) {
+			size_t cap = m->capnames ? 2 * m->capnames : 64;
+			struct oname *nn = realloc(m->names, cap * sizeof(*nn));
+
+			if (!nn)
+				return;
+			m->names = nn;
+			m->capnames = cap;
+		}
+		m->names[m->nnames] = (struct oname){ pid, r->ts, r->ip, strndup(body, blen) };
+		if (m->names[m->nnames].name)
+			m->nnames++;
+		break;
 	case REC_OBJ_GONE:
 		for (size_t i = 0; i < m->n; i++)
 			if (m->v[i].pid == pid && !m->v[i].is_exe && m->v[i].bias == r->ip &&
@@ -160,6 +185,27 @@ const char *objmaps_symbolize(struct objmaps *m, int pid, uint64_t ts, uint64_t 
 	if (c->text && c->o == o && c->addr == addr && c->with_off == with_off &&
 	    (o || c->pid == pid))
 		return c->text;
+	for (size_t i = 0; i < m->nnames; i++) {
+		const struct oname *nm = &m->names[i];
+
+		if (nm->pid == pid && nm->addr == addr && nm->from <= ts) {
+			/* A function known by the name it was probed by (its
+			 * own symbol may be missing: a stripped library). */
+			char plain[1024];
+
+			if (o && !o->sf_tried) {
+				o->sf_tried = true;
+				o->sf = o->path && o->path[0] == '/' ? symfile_cached(o->path) : NULL;
+			}
+			if (o && sym_describe(o->sf, o->base, addr - o->bias, with_off, plain,
+					      sizeof(plain)) == 0 && !strncmp(plain, nm->name,
+									 strlen(nm->name)))
+				snprintf(buf, sizeof(buf), "%s", plain);
+			else
+				snprintf(buf, sizeof(buf), "%s%s", nm->name, with_off ? "+0x0" : "");
+			goto keep;
+		}
+	}
 	if (o) {
 		if (!o->sf_tried) {
 			o->sf_tried = true;
@@ -169,6 +215,7 @@ const char *objmaps_symbolize(struct objmaps *m, int pid, uint64_t ts, uint64_t 
 	} else {
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
 	}
+keep:
 	free(c->text);
 	c->text = strdup(buf);
 	c->o = o;

@@ -890,7 +890,7 @@ static int check_point(struct pe_event *ev, struct pe_error *err)
 	unsigned long addr;
 	int ret;
 
-	if (!g_resolve || !ev->symbol[0])
+	if (!g_resolve || !ev->symbol[0] || ev->multi)
 		return 0;
 	ret = g_resolve(ev->object[0] ? ev->object : NULL, ev->symbol, &addr);
 	if (ret) {
@@ -987,7 +987,16 @@ static int parse_point(struct pctx *c, bool *is_return)
 			goto out;
 		}
 	}
-	colon = strrchr(sym, ':');
+	/* OBJ:SYM splits at the last single ':' (a "::" is C++'s). */
+	colon = NULL;
+	for (char *q = sym; *q; q++) {
+		if (q[0] == ':' && q[1] == ':') {
+			q++;
+			continue;
+		}
+		if (*q == ':')
+			colon = q;
+	}
 	rest = sym;
 	if (colon) {
 		if (colon == sym || (size_t)(colon - sym) >= sizeof(ev->object)) {
@@ -1025,6 +1034,13 @@ static int parse_point(struct pctx *c, bool *is_return)
 	}
 	strcpy(ev->symbol, rest);
 	ev->offset = (unsigned long)offset;
+	/* A glob, or a C++ name as written in the source (every overload):
+	 * several functions, one probe each, at +0. */
+	ev->multi = strpbrk(rest, "*?[") || strstr(rest, "::");
+	if (ev->multi && offset) {
+		ret = log_err(c, (int)(strpbrk(sym + (rest - sym), "+-") - sym), PE_ERR_BAD_PROBE_ADDR);
+		goto out;
+	}
 	ret = check_point(ev, c->err);
 	if (ret)
 		goto out;
@@ -1076,6 +1092,7 @@ static int parse_event_name(struct pctx *c, const char *event, int offset,
 		return log_err(c, offset, PE_ERR_BAD_EVENT_NAME);
 	strcpy(ev->event, event);
 	*have_event = true;
+	ev->named = true;
 	return 0;
 }
 

@@ -79,6 +79,10 @@ struct pe_event {
 	unsigned long address;	/* ADDR (absolute), or the file offset of
 				 * OBJ:0xOFFSET when addr_is_file_offset */
 	bool addr_is_file_offset;
+	bool named;		/* the event was named (p:EVENT ...) */
+	bool multi;		/* SYM is a glob (str*) or a C++ name
+				 * (ns::Class::fn): each function it names
+				 * gets a probe */
 	int maxactive;		/* r<N>; 0 = default */
 	int point_pos;		/* where the probe point starts in text (for
 				 * BAD_INSN_BNDRY, BAD_PROBE_ADDR ... carets) */

@@ -205,13 +205,13 @@ void report_summaries(FILE *out, bool json, const struct uks *shm,
 			for (int i = 0; i < nevs; i++) {
 				fputs(i ? "," : "", out);
 				json_fputq(out, evs[i].event);
-				fprintf(out, ":%llu", (unsigned long long)atomic_load(&shm->ev[i].hits));
+				fprintf(out, ":%llu", (unsigned long long)atomic_load(&uks_ev(shm, i)->hits));
 			}
 			fprintf(out, "}}\n");
 		} else {
 			for (int i = 0; i < nevs; i++)
 				fprintf(out, "@count[%s]: %llu\n", evs[i].event,
-					(unsigned long long)atomic_load(&shm->ev[i].hits));
+					(unsigned long long)atomic_load(&uks_ev(shm, i)->hits));
 			fprintf(out, "\n");
 		}
 	}
@@ -228,9 +228,9 @@ void report_summaries(FILE *out, bool json, const struct uks *shm,
 			snprintf(name, sizeof(name), "%s%s%s", evs[i].object,
 				 evs[i].object[0] ? ":" : "", evs[i].symbol);
 			if (json)
-				report_latency_json(out, name, &shm->ev[i].lat, o->unit_div, o->unit);
+				report_latency_json(out, name, &uks_ev(shm, i)->lat, o->unit_div, o->unit);
 			else
-				report_latency(out, name, &shm->ev[i].lat, o->unit_div, o->unit);
+				report_latency(out, name, &uks_ev(shm, i)->lat, o->unit_div, o->unit);
 		}
 	}
 	fflush(out);

@@ -58,6 +58,10 @@ enum {
 	REC_OBJ_GONE,		/* meta: an object unloaded: ip = its bias */
 	REC_EXEC,		/* meta: a new process image (the agent
 				 * started in it): then the executable's path */
+	REC_NAME,		/* meta: the name a probe's function was given
+				 * by (ip; then the name): an indirect
+				 * function's implementation in a stripped
+				 * library is shown by the name the user gave */
 };
 
 #define REC_PAD		0xffffu		/* event: filler up to the ring's end */

@@ -33,8 +33,8 @@
 #include <stdint.h>
 
 #define UKS_MAGIC		0x756b7072u	/* "ukpr" */
-#define UKS_VERSION		3u
-#define UKS_MAX_EVENTS		128
+#define UKS_VERSION		4u
+#define UKS_MAX_EVENTS		65535	/* definitions (records: 16-bit ids) */
 #define UKS_MAX_HISTS		8
 #define UKS_ERRLEN		512
 #define UKS_NAMELEN		96
@@ -66,6 +66,8 @@ struct uks_event {
 	_Atomic uint64_t dropped;	/* records lost to a full buffer */
 	_Atomic uint32_t placed;	/* processes where it was registered */
 	_Atomic uint32_t failed;	/* processes where registration failed */
+	_Atomic uint32_t probes;	/* probes placed (a glob: one per function) */
+	_Atomic uint32_t refused;	/* functions of a glob that could not be */
 	_Atomic uint32_t error_set;
 	int32_t err_code, err_pos;	/* its PE_ERR_* code and caret (0: none) */
 	char error[UKS_ERRLEN];		/* first failure, as text */
@@ -84,8 +86,9 @@ struct uks {
 	_Atomic uint32_t agent_errors;	/* agent problems (see agent_error) */
 	_Atomic uint32_t agent_error_set;
 	char agent_error[UKS_ERRLEN];
-	struct uks_event ev[UKS_MAX_EVENTS];
 	struct uks_hist hist[UKS_MAX_HISTS];
+	uint64_t ev_off;		/* nevents struct uks_event, one per
+					 * definition, at this offset (uks_ev()) */
 
 	/* The rings (ring.h), set by the command before the program starts. */
 	uint32_t nrings;
@@ -109,5 +112,10 @@ struct uks {
 };
 
 #define UKS_STALL_NS		(2ull * 1000000000ull)
+
+static inline struct uks_event *uks_ev(const struct uks *s, int i)
+{
+	return (struct uks_event *)((char *)s + s->ev_off) + i;
+}
 
 #endif

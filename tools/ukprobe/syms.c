@@ -7,6 +7,8 @@
  * life of the process: an object unloaded and loaded again finds its table.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <fnmatch.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -576,6 +578,129 @@ long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t le
 		return got < 0 ? -EIO : (long)got;
 	}
 	return -ENOENT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* C++ names                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn demangler;
+static bool demangler_tried, demangle_may_load;
+
+void sym_demangle_may_load(bool yes)
+{
+	demangle_may_load = yes;
+}
+
+/* libstdc++'s __cxa_demangle(): the process's own if it has one (a C++
+ * program, or one that loaded a C++ library); the command may load it. */
+static cxa_demangle_fn get_demangler(void)
+{
+	if (!demangler && (!demangler_tried || demangle_may_load)) {
+		demangler_tried = true;
+		demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (!demangler && demangle_may_load) {
+			void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+
+			if (h)
+				demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+			demangle_may_load = false;
+		}
+	}
+	return demangler;
+}
+
+const char *sym_demangle(const char *name, char *buf, size_t len)
+{
+	cxa_demangle_fn f;
+	char *d;
+	int st = -1;
+
+	if (name[0] != '_' || name[1] != 'Z' || !(f = get_demangler()))
+		return name;
+	d = f(name, NULL, NULL, &st);
+	if (!d || st)
+		return name;
+	snprintf(buf, len, "%s", d);
+	free(d);
+	return buf;
+}
+
+/* "ns::C::f(int) const" -> "ns::C::f": up to the parameters' '(' (not one
+ * of "operator()" or inside a template's <...>). */
+static void strip_params(char *s)
+{
+	int depth = 0;
+
+	for (char *p = s; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && depth)
+			depth--;
+		else if (*p == '(' && !depth &&
+			 !(p - s >= 8 && !strncmp(p - 8, "operator", 8))) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+/*
+ * Is name the mangled name of a function called qual ("ns::Parser::parse",
+ * identifiers joined by "::"), whatever its parameters and qualifiers?
+ * The Itanium ABI's nested name, _ZN [rVKRO]* <len><id>... E <params>: no
+ * demangler needed (a C program, or a C++ one whose libstdc++ is not
+ * loaded yet, has none).  Templates and operators need the demangler.
+ */
+static bool mangled_is(const char *qual, const char *name)
+{
+	const char *q = qual, *n = name;
+
+	if (strncmp(n, "_ZN", 3))
+		return false;
+	n += 3;
+	while (*n && strchr("rVKRO", *n))
+		n++;
+	while (*q) {
+		size_t len = strcspn(q, ":");
+		char num[16];
+		int k;
+
+		if (!len)
+			return false;
+		k = snprintf(num, sizeof(num), "%zu", len);
+		if (strncmp(n, num, (size_t)k) || strncmp(n + k, q, len))
+			return false;
+		n += (size_t)k + len;
+		q += len;
+		if (*q) {
+			if (q[0] != ':' || q[1] != ':')
+				return false;
+			q += 2;
+		}
+	}
+	return *n == 'E';
+}
+
+bool sym_name_matches(const char *pattern, const char *name)
+{
+	bool glob = strpbrk(pattern, "*?[") != NULL;
+	char buf[4096];
+	const char *d;
+
+	if (glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name))
+		return true;
+	if (!glob && strstr(pattern, "::") && !strpbrk(pattern, "<>() ~") &&
+	    mangled_is(pattern, name))
+		return true;
+	if (name[0] != '_' || name[1] != 'Z')
+		return false;
+	d = sym_demangle(name, buf, sizeof(buf));
+	if (d != buf)
+		return false;
+	strip_params(buf);
+	return glob ? !fnmatch(pattern, buf, 0) : !strcmp(pattern, buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1263,12 +1388,14 @@ int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
 
 	if (s) {
 		uint64_t off = vaddr - s->addr;
+		char dbuf[4096];
+		const char *name = sym_demangle(ksym_name(sf, s), dbuf, sizeof(dbuf));
 
 		if (with_off)
-			snprintf(out, len, "%s+0x%llx/0x%llx", ksym_name(sf, s),
+			snprintf(out, len, "%s+0x%llx/0x%llx", name,
 				 (unsigned long long)off, (unsigned long long)s->size);
 		else
-			snprintf(out, len, "%s", ksym_name(sf, s));
+			snprintf(out, len, "%s", name);
 		return 0;
 	}
 	if (sf && symfile_vaddr_to_off(sf, vaddr, &foff) == 0)

@@ -103,6 +103,17 @@ struct symfile *symfile_cached(const char *path);
 int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
 		 bool with_off, char *out, size_t len);
 
+/* C++: name demangled (libstdc++'s __cxa_demangle(), when there is one),
+ * into buf; name itself if it is not a C++ name or cannot be demangled. */
+const char *sym_demangle(const char *name, char *buf, size_t len);
+/* May sym_demangle() load libstdc++ (the command: yes; the agent, in the
+ * traced program: no, it uses the program's own if it has one)? */
+void sym_demangle_may_load(bool yes);
+/* Does the symbol name match what a definition names: pattern as is or a
+ * glob (* ? [...]), on the name or on its demangled form without the
+ * parameters ("ns::Parser::parse" names every overload)? */
+bool sym_name_matches(const char *pattern, const char *name);
+
 /* ------------------------------------------------------------------------ */
 /* Names of objects                                                          */
 /* ------------------------------------------------------------------------ */

@@ -6,9 +6,9 @@
 #include "shm.h"
 
 struct defs {
-	char *v[UKS_MAX_EVENTS];	/* as given to the parser and the agent */
-	char *orig[UKS_MAX_EVENTS];	/* as the user wrote them */
-	int n;
+	char **v;		/* as given to the parser and the agent */
+	char **orig;		/* as the user wrote them */
+	int n, cap;
 };
 
 #include <stdbool.h>

@@ -21,6 +21,7 @@
 
 #include "agg.h"
 #include "format.h"
+#include "syms.h"
 #include "report.h"
 #include "shm.h"
 #include "tool.h"
@@ -61,12 +62,16 @@ void ukp_write_lost(int fd, int pid, uint64_t n)
 		return;
 }
 
+/* The counters: the header, then its nevents events (uks_ev() finds them
+ * again: ev_off is where they follow the header in the chunk too). */
 int ukp_write_summary(int fd, const struct uks *shm)
 {
 	struct ukf_chunk h = { .magic = UKF_CHUNK_MAGIC, .type = UKF_SUMMARY,
-			       .len = offsetof(struct uks, nrings) };
+			       .len = sizeof(struct uks) +
+				      (uint64_t)shm->nevents * sizeof(struct uks_event) };
 
-	if (write_full(fd, &h, sizeof(h)) || write_full(fd, shm, h.len))
+	if (write_full(fd, &h, sizeof(h)) || write_full(fd, shm, sizeof(struct uks)) ||
+	    write_full(fd, uks_ev(shm, 0), (size_t)shm->nevents * sizeof(struct uks_event)))
 		return -1;
 	return 0;
 }
@@ -191,6 +196,7 @@ int cmd_report(int argc, char **argv, const char *usage)
 	size_t n = 0, cap = 0, off;
 	unsigned long long lost_outside = 0;
 	FILE *out = stdout;
+	bool per_probe = false;
 	int c, fmt;
 
 	while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -234,7 +240,11 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	maps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, f.defs.n, maps);
-	if (by || f.by) {
+	sym_demangle_may_load(true);
+	for (int i = 0; i < f.defs.n; i++)
+		if (evs[i].multi && f.count)
+			per_probe = true;
+	if (by || f.by || per_probe) {
 		char why[256];
 
 		fc.agg = agg_new(by ? by : f.by, evs, f.defs.n, why, sizeof(why));
@@ -255,7 +265,10 @@ int cmd_report(int argc, char **argv, const char *usage)
 		p = (const char *)(ch + 1);
 		end = p + ch->len;
 		off += sizeof(*ch) + ch->len;
-		if (ch->type == UKF_SUMMARY && ch->len >= offsetof(struct uks, nrings)) {
+		if (ch->type == UKF_SUMMARY && ch->len >= sizeof(struct uks) &&
+		    ch->len == sizeof(struct uks) +
+			       (uint64_t)((const struct uks *)p)->nevents * sizeof(struct uks_event) &&
+		    ((const struct uks *)p)->ev_off == sizeof(struct uks) && !((uintptr_t)p & 7)) {
 			f.summary = (const struct uks *)p;
 			continue;
 		}
