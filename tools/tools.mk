@@ -31,6 +31,7 @@ UKP_CLI_OBJS    := $(UKP_TOOL_OBJDIR)/main.o $(UKP_TOOL_OBJDIR)/report.o \
                    $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_TOOL_OBJDIR)/prog_objs.o \
                    $(UKP_TOOL_OBJDIR)/consume.o $(UKP_TOOL_OBJDIR)/format.o \
                    $(UKP_TOOL_OBJDIR)/objmap.o $(UKP_TOOL_OBJDIR)/ukp_file.o $(UKP_TOOL_OBJDIR)/agg.o \
+                   $(UKP_TOOL_OBJDIR)/unwind.o \
                    $(UKP_TOOL_OBJDIR)/attach.o $(UKP_TOOL_OBJDIR)/inject.o \
                    $(UKP_TOOL_OBJDIR)/inject_arch_$(ARCH).o \
                    $(UKP_TOOL_OBJDIR)/agent_env.o $(UKP_COMMON_OBJS)

@@ -52,6 +52,7 @@
 #include "fetch.h"
 #include "point_check.h"
 #include "syms.h"
+#include "tool_arch.h"
 #include <elf.h>
 
 #define AGENT_API __attribute__((visibility("default")))
@@ -165,6 +166,8 @@ static void parse_conf(const char *s)
 			conf.latency = atoi(v);
 		else if (!strcmp(kv, "initial"))
 			conf.initial = atoi(v);
+		else if (!strcmp(kv, "stack"))
+			conf.stack = (unsigned int)strtoul(v, NULL, 0) & ~7u;
 		else if (!strcmp(kv, "agent"))
 			agent_path = strdup(v);
 		else if (!strcmp(kv, "preload"))
@@ -269,6 +272,7 @@ static int setup_events(const char *defs, const char *hists)
 		free(copy);
 		return -ENOMEM;
 	}
+	conf.fp_off = (unsigned int)regs_query_register_offset(TOOL_FP_NAME);
 	/* @SYM arguments are resolved when the probe is placed. */
 	pe_set_resolvers(NULL, symbolize_cb);
 	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < (int)shm->nevents;
@@ -289,6 +293,8 @@ static int setup_events(const char *defs, const char *hists)
 		t->is_ret = t->ev.kind == PE_RETURN;
 		for (int i = 0; i < t->ev.nargs; i++)
 			max += 8 + REC_ALIGN(fetch_arg_size(&t->ev.args[i]));
+		if (conf.stack)
+			max += sizeof(struct rec_stack) + conf.stack;
 		if (max > shm->ring_size / 2)
 			max = shm->ring_size / 2;
 		t->max_rec = (uint32_t)REC_ALIGN(max);

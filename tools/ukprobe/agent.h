@@ -34,6 +34,8 @@ struct agent_conf {
 	bool events;		/* write one record per hit */
 	bool latency;		/* ukprobe latency: return probes feed lat */
 	bool initial;		/* the process the command started */
+	unsigned int stack;	/* --stack: bytes of stack copied per hit */
+	unsigned int fp_off;	/* offset of the frame pointer in pt_regs */
 };
 
 /* One definition. */

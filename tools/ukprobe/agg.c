@@ -11,7 +11,7 @@
 #include "agg.h"
 #include "json.h"
 
-enum { K_TID = -1, K_PID = -2, K_COMM = -3 };
+enum { K_TID = -1, K_PID = -2, K_COMM = -3, K_STACK = -4 };
 
 struct aent {
 	char *key;	/* "EVENT\0k1\0k2..." as text; NULL: empty slot */
@@ -62,6 +62,8 @@ struct agg *agg_new(const char *keys, const struct pe_event *evs, int nevs, char
 			a->what[a->nkeys] = K_PID;
 		else if (!strcmp(k, "comm"))
 			a->what[a->nkeys] = K_COMM;
+		else if (!strcmp(k, "stack"))
+			a->what[a->nkeys] = K_STACK;
 		else {
 			a->what[a->nkeys] = 0;
 			for (int e = 0; e < nevs && !found; e++)
@@ -131,9 +133,9 @@ static int grow(struct agg *a)
 }
 
 void agg_add(struct agg *a, int ev, const char *evname, int pid, int tid, const char *comm,
-	     const char *(*argval)(void *ctx, int i), void *ctx)
+	     const char *stack, const char *(*argval)(void *ctx, int i), void *ctx)
 {
-	char key[4096];
+	char key[16384];
 	size_t n = 0, j;
 
 	n += (size_t)snprintf(key, sizeof(key), "%s", evname) + 1;
@@ -145,6 +147,7 @@ void agg_add(struct agg *a, int ev, const char *evname, int pid, int tid, const 
 		case K_TID: snprintf(num, sizeof(num), "%d", tid); v = num; break;
 		case K_PID: snprintf(num, sizeof(num), "%d", pid); v = num; break;
 		case K_COMM: v = comm; break;
+		case K_STACK: v = stack ? stack : ""; break;
 		default:
 			for (int i = 0; i < a->evs[ev].nargs; i++)
 				if (!strcmp(a->evs[ev].args[i].name, a->names[k]))
@@ -215,6 +218,11 @@ void agg_print(struct agg *a, FILE *out, bool json)
 		}
 		p += strlen(p) + 1;
 		for (int k = 0; k < a->nkeys; k++) {
+			if (!json && a->what[k] == K_STACK) {
+				fprintf(out, ",\n%s", p);
+				p += strlen(p) + 1;
+				continue;
+			}
 			if (json) {
 				fputs(k ? "," : "", out);
 				json_fputq(out, a->names[k]);
@@ -231,5 +239,21 @@ void agg_print(struct agg *a, FILE *out, bool json)
 			fprintf(out, "]: %llu\n", v[i].n);
 	}
 	fprintf(out, json ? "]}\n" : "\n");
+	free(v);
+}
+
+void agg_print_folded(struct agg *a, FILE *out)
+{
+	struct aent *v = calloc(a->n + 1, sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < a->cap; i++)
+		if (a->v[i].key)
+			v[n++] = a->v[i];
+	qsort(v, n, sizeof(*v), cmp_ent);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %llu\n", v[i].key, v[i].n);
 	free(v);
 }

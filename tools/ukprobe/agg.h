@@ -2,7 +2,8 @@
 /*
  * agg.h - counts keyed as bpftrace users key their maps (ukprobe trace -c
  * --by KEY[,KEY...]): per thread (tid), per process (pid), per thread name
- * (comm), per value of a fetched argument (its NAME).  Computed by the
+ * (comm), per value of a fetched argument (its NAME), per user stack
+ * (stack, with --stack).  Computed by the
  * command from the hit records (none lost: ring.h), printed at the end as
  * bpftrace prints a map: @count[EVENT, KEY...]: N, smallest first.
  */
@@ -29,8 +30,11 @@ void agg_free(struct agg *a);
  * their own) of thread tid of process pid; argument i's value as text is
  * argval(ctx, i). */
 void agg_add(struct agg *a, int ev, const char *evname, int pid, int tid, const char *comm,
-	     const char *(*argval)(void *ctx, int i), void *ctx);
+	     const char *stack, const char *(*argval)(void *ctx, int i), void *ctx);
 
 void agg_print(struct agg *a, FILE *out, bool json);
+/* Folded stacks (flamegraph.pl, speedscope): "KEY COUNT" lines; the keys
+ * are the folded stacks themselves (agg_new(NULL), evname the stack). */
+void agg_print_folded(struct agg *a, FILE *out);
 
 #endif

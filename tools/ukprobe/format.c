@@ -18,6 +18,7 @@
 #include "agg.h"
 #include "format.h"
 #include "json.h"
+#include "unwind.h"
 
 /* For the symbol types of fetch arguments (fetch_format() calls the
  * installed symbolizer): the record being formatted. */
@@ -46,6 +47,8 @@ int fmt_parse(const char *s)
 		return FMT_PERFETTO;
 	if (!strcmp(s, "ukp") || !strcmp(s, "binary"))
 		return FMT_UKP;
+	if (!strcmp(s, "folded"))
+		return FMT_FOLDED;
 	return -1;
 }
 
@@ -113,7 +116,8 @@ struct arg_view {
 	const char *data;
 };
 
-static int rec_args(const struct rec *r, struct arg_view *av, int max)
+static int rec_args(const struct rec *r, struct arg_view *av, int max,
+		    const struct rec_stack **stack)
 {
 	const char *p = (const char *)(r + 1) + 16;
 	const char *end = (const char *)r + r->size;
@@ -127,7 +131,49 @@ static int rec_args(const struct rec *r, struct arg_view *av, int max)
 		p += 8 + REC_ALIGN(av[n].used > 0 ? (uint32_t)av[n].used : 0u);
 		n++;
 	}
+	*stack = NULL;
+	if (p + sizeof(**stack) <= end) {
+		const struct rec_stack *s = (const struct rec_stack *)p;
+
+		if (s->magic == REC_STACK_MAGIC && sizeof(*s) + s->len <= (size_t)(end - p))
+			*stack = s;
+	}
 	return n;
+}
+
+#define MAX_FRAMES	127
+
+/* The stack of the record: " => frame [obj]" lines (text), or for keys and
+ * folded stacks, frames joined by sep (folded: root first, names only). */
+static void stack_text(struct fmt_ctx *c, int pid, const struct rec *r,
+		       const struct rec_stack *s, bool folded, char *out, size_t len)
+{
+	uint64_t pcs[MAX_FRAMES + 1];
+	int n = unwind_stack(c->maps, pid, r->ts, s, pcs, MAX_FRAMES);
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (int k = 0; k < n && at + 2 < len; k++) {
+		int i = folded ? n - 1 - k : k;
+		const char *sym = objmaps_symbolize(c->maps, pid, r->ts, pcs[i], !folded);
+		const char *path;
+		uint64_t bias;
+		int w;
+
+		if (folded) {
+			w = snprintf(out + at, len - at, "%s%s", k ? ";" : "", sym);
+		} else {
+			const char *obj = objmaps_object(c->maps, pid, r->ts, pcs[i], &path, &bias) ?
+					  "?" : (strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+
+			w = snprintf(out + at, len - at, " => %s [%s]\n", sym, obj);
+		}
+		if (w < 0)
+			break;
+		at += (size_t)w;
+		if (at >= len)
+			at = len - 1;
+	}
 }
 
 static void format_arg(const struct pe_arg *a, const struct arg_view *v, char *out, size_t len)
@@ -295,6 +341,8 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 	char comm[17], loc[1024], func[1024], val[4096];
 	unsigned long long sec, usec;
 	const char *evname;
+	const struct rec_stack *stack;
+	static char stk[16384];
 	int nav;
 
 	if (r->event >= (unsigned int)c->nevs)
@@ -308,12 +356,36 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 	comm[16] = '\0';
 	if (!comm[0])
 		strcpy(comm, "<...>");
-	nav = rec_args(r, av, PE_MAX_ARGS);
+	nav = rec_args(r, av, PE_MAX_ARGS, &stack);
+	if (c->folded) {
+		/* COMM;root;...;leaf, as stackcollapse scripts write them. */
+		int w = snprintf(stk, sizeof(stk), "%s;", comm);
+
+		if (stack)
+			stack_text(c, pid, r, stack, true, stk + w, sizeof(stk) - (size_t)w);
+		agg_add(c->folded, r->event, stk, pid, r->tid, comm, NULL, NULL, NULL);
+		return;
+	}
+	if (stack)
+		stack_text(c, pid, r, stack, false, stk, sizeof(stk));
+	else
+		stk[0] = '\0';
 	if (c->agg) {
 		struct agg_ctx ac = { .ev = ev, .av = av, .nav = nav };
+		char *keyed = NULL;
 
-		agg_add(c->agg, r->event, event_name(c, ev, pid, r), pid, r->tid, comm,
+		/* A stack as a map key: frames indented, one a line. */
+		if (stk[0]) {
+			keyed = strdup(stk);
+			for (char *q = keyed; q && *q; q++)
+				if (q[0] == ' ' && q[1] == '=' && q[2] == '>')
+					q[1] = q[2] = ' ';
+			if (keyed && *keyed && keyed[strlen(keyed) - 1] == '\n')
+				keyed[strlen(keyed) - 1] = '\0';
+		}
+		agg_add(c->agg, r->event, event_name(c, ev, pid, r), pid, r->tid, comm, keyed,
 			agg_argval, &ac);
+		free(keyed);
 	}
 	if (c->quiet)
 		return;
@@ -341,6 +413,8 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 			out_printf(c, " %s=%s", ev->args[i].name, val);
 		}
 		out_char(c, '\n');
+		/* As ftrace's stacktrace trigger prints a user stack. */
+		fputs(stk, c->out);
 		break;
 	case FMT_JSON:
 		out_printf(c, "{\"timestamp\":%llu.%06llu,\"ts_ns\":%llu,\"comm\":\"",
@@ -368,6 +442,18 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 		}
 		out_printf(c, "\"args\":");
 		json_args(c, ev, av, nav);
+		if (stack) {
+			uint64_t pcs[MAX_FRAMES + 1];
+			int n = unwind_stack(c->maps, pid, r->ts, stack, pcs, MAX_FRAMES);
+
+			out_printf(c, ",\"stack\":[");
+			for (int i = 0; i < n; i++) {
+				out_printf(c, "%s\"", i ? "," : "");
+				out_json_cstr(c, objmaps_symbolize(c->maps, pid, r->ts, pcs[i], true));
+				out_char(c, '"');
+			}
+			out_char(c, ']');
+		}
 		out_printf(c, "}\n");
 		break;
 	case FMT_PERFETTO:
@@ -405,6 +491,7 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 		out_printf(c, "}},\n");
 		break;
 	case FMT_UKP:
+	case FMT_FOLDED:
 		break;
 	}
 }
@@ -418,6 +505,8 @@ void fmt_begin(struct fmt_ctx *c)
 
 void fmt_end(struct fmt_ctx *c)
 {
+	if (c->folded)
+		agg_print_folded(c->folded, c->out);
 	if (c->fmt == FMT_PERFETTO)
 		fprintf(c->out, "{\"name\":\"ukprobe\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
 			"\"args\":{\"name\":\"ukprobe\"}}\n]}\n");
@@ -446,6 +535,7 @@ void fmt_lost(struct fmt_ctx *c, int pid, int tid, uint64_t ts, unsigned long lo
 			(unsigned long long)(ts / 1000), (unsigned long long)(ts % 1000), pid, tid);
 		break;
 	case FMT_UKP:
+	case FMT_FOLDED:
 		break;
 	}
 }

@@ -14,7 +14,7 @@
 #include "probe_events.h"
 #include "ring.h"
 
-enum out_format { FMT_TEXT, FMT_JSON, FMT_PERFETTO, FMT_UKP };
+enum out_format { FMT_TEXT, FMT_JSON, FMT_PERFETTO, FMT_UKP, FMT_FOLDED };
 
 struct fmt_ctx {
 	enum out_format fmt;
@@ -26,13 +26,14 @@ struct fmt_ctx {
 	int *named;
 	size_t nnamed, capnamed;
 	struct agg *agg;		/* -c --by: counted here (agg.h) */
+	struct agg *folded;		/* --format folded: stacks counted */
 	bool quiet;			/* count, do not print the hits */
 	unsigned long long lost;	/* records lost, summed */
 	unsigned long long records;	/* hit records formatted */
 };
 
 /* -1 for an unknown name; "text", "json", "perfetto" (or "chrome"),
- * "ukp" (binary, FILE.ukp). */
+ * "ukp" (binary, FILE.ukp), "folded" (stacks for flame graphs). */
 int fmt_parse(const char *name);
 
 void fmt_init(struct fmt_ctx *c, enum out_format fmt, FILE *out,

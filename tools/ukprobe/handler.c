@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,6 +247,43 @@ void agent_ring_commit(struct uks_ring *r, uint64_t head, uint32_t size)
 		agent_futex_wake(&shm->consumer_wake);
 }
 
+/*
+ * --stack: a copy of the thread's stack from sp up, for the command to
+ * unwind (unwind.c).  process_vm_readv() on the own process, page by page
+ * (a transfer stops at the first page it cannot read: the stack's top),
+ * never a fault.  Returns the bytes written at p.
+ */
+static uint32_t copy_stack(char *p, struct pt_regs *regs, unsigned long pc)
+{
+	struct rec_stack *st = (struct rec_stack *)p;
+	unsigned long sp = user_stack_pointer(regs);
+	struct iovec l[8], r[8];
+	int n = 0;
+	unsigned long at = sp, end = sp + conf.stack;
+	ssize_t got;
+
+	st->pc = pc;
+	st->sp = sp;
+	st->fp = *(unsigned long *)((char *)regs + conf.fp_off);
+	st->magic = REC_STACK_MAGIC;
+	while (at < end && n < 8) {
+		unsigned long next = (at & ~4095ul) + 4096;
+
+		if (next > end)
+			next = end;
+		l[n].iov_base = p + sizeof(*st) + (at - sp);
+		l[n].iov_len = next - at;
+		r[n].iov_base = (void *)at;
+		r[n].iov_len = next - at;
+		n++;
+		at = next;
+	}
+	got = syscall(SYS_process_vm_readv, (long)syscall(SYS_getpid), l, (unsigned long)n, r,
+		      (unsigned long)n, 0ul);
+	st->len = got > 0 ? (uint32_t)got & ~7u : 0;
+	return (uint32_t)sizeof(*st) + st->len;
+}
+
 static void get_comm(char *comm)
 {
 	/* PR_GET_NAME writes at most 16 bytes, NUL included. */
@@ -307,7 +345,7 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 	uint64_t ts, head;
 	struct uks_ring *r = NULL;
 	struct rec *rec = NULL, *lost_rec = NULL;
-	char *p, *end, *data = NULL, *args;
+	char *p, *end, *data = NULL, *args, *argend;
 	uint32_t need;
 	uint64_t lost;
 
@@ -414,8 +452,11 @@ static void emit(struct tev *t, struct pt_regs *regs, int kind, uint64_t ip,
 			*used = n;
 			p += 8 + REC_ALIGN(n > 0 ? (uint32_t)n : 0u);
 		}
+		argend = p;
+		if (conf.stack)
+			p += copy_stack(p, regs, kind == REC_RETURN ? ret : ip);
 		rec->size = (uint32_t)REC_ALIGN((uint32_t)(p - (char *)rec));
-		if (t->ev.filter && !filter_eval(t->ev.filter, &t->ev, args, p, comm)) {
+		if (t->ev.filter && !filter_eval(t->ev.filter, &t->ev, args, argend, comm)) {
 			/* Not this one; a loss marked before it stays. */
 			if (lost_rec)
 				agent_ring_commit(r, head, (uint32_t)((char *)lost_rec -

@@ -97,14 +97,18 @@ static const char usage_trace[] =
 "  -o, --output FILE      write events and summaries to FILE (default stderr);\n"
 "                         FILE.ukp: the binary records, for ukprobe report\n"
 "      --format FMT       text (default), json (one object per line),\n"
-"                         perfetto (Chrome trace JSON for ui.perfetto.dev) or\n"
+"                         perfetto (Chrome trace JSON for ui.perfetto.dev),\n"
+"                         folded (stacks for flamegraph.pl, speedscope) or\n"
 "                         ukp (binary records, the fastest: see report)\n"
 "  -c, --count            count hits per event; print the counts at the end\n"
 "                         (instead of the events, unless --events)\n"
 "  -H, --hist NAME        log2 histogram of the argument NAME (or EVENT.NAME)\n"
 "                         (repeatable; instead of the events, unless --events)\n"
-"      --by KEY[,KEY]     with -c: counts per tid, pid, comm or argument\n"
-"                         NAME, as bpftrace's @[tid] = count()\n"
+"      --by KEY[,KEY]     with -c: counts per tid, pid, comm, argument NAME,\n"
+"                         or stack, as bpftrace's @[tid] = count()\n"
+"      --stack[=BYTES]    the user stack of each event (frame pointers, else\n"
+"                         .eh_frame), printed under it; with -c, hits per\n"
+"                         stack; --format folded for flame graphs\n"
 "      --events           print the events too with --count or --hist\n"
 "  -F, --follow-fork      trace the children too (fork, and what they exec)\n"
 "  -p, --pid PID          attach to a running process; Ctrl-C (or SIGTERM)\n"
@@ -149,7 +153,7 @@ static const char usage_report[] =
 "probes wrote them, formatted now, as perf report does for perf record):\n"
 "the events merged by time, then the summaries of the run.\n"
 "\n"
-"      --format FMT       text (default), json or perfetto\n"
+"      --format FMT       text (default), json, perfetto or folded\n"
 "  -o, --output FILE      write to FILE (default stdout)\n"
 "  -h, --help             this text\n";
 
@@ -808,6 +812,8 @@ static int run(struct run_opts *o)
 			o->unit_div ? o->unit_div : 1);
 		if (o->by)
 			fprintf(h, "by=%s\n", o->by);
+		if (o->stack)
+			fprintf(h, "stack=%u\n", o->stack);
 		for (int i = 0; i < o->defs.n; i++)
 			fprintf(h, "def=%s\n", o->defs.v[i]);
 		for (int i = 0; i < o->nhists; i++)
@@ -876,11 +882,12 @@ static int run(struct run_opts *o)
 		len += (size_t)snprintf(conf + len, sizeof(conf) - len,
 			"shm=%d\nfollow=%d\nevents=%d\nlatency=%d\n"
 			"initial=%d\nagent=%s\npreload=%s\ntoolpid=%d\ntoolshm=%d\ntls=%lu\n"
-			"shmid=%llu:%llu\n",
-			shm_fd, o->follow, o->events || o->by || per_probe_counts, o->latency, !o->pid,
+			"shmid=%llu:%llu\nstack=%u\n",
+			shm_fd, o->follow, o->events || o->by || per_probe_counts || fmt == FMT_FOLDED,
+			o->latency, !o->pid,
 			agent, preload,
 			(int)getpid(), shm_fd, tls, (unsigned long long)sst.st_dev,
-			(unsigned long long)sst.st_ino);
+			(unsigned long long)sst.st_ino, o->stack);
 		if (o->pid)
 			len += (size_t)snprintf(conf + len, sizeof(conf) - len, "shmpath=%s\n",
 						shm_path);
@@ -903,6 +910,13 @@ static int run(struct run_opts *o)
 			return 2;
 		}
 		fc.quiet = !o->events;
+	}
+	if (fmt == FMT_FOLDED) {
+		char why[64];
+
+		fc.folded = agg_new(NULL, evs, o->defs.n, why, sizeof(why));
+		if (!fc.folded)
+			return 2;
 	}
 	fmt_begin(&fc);
 	fflush(out);
@@ -1151,6 +1165,7 @@ static int cmd_trace(int argc, char **argv)
 		{ "hist", required_argument, NULL, 'H' },
 		{ "events", no_argument, NULL, 'E' },
 		{ "by", required_argument, NULL, 'B' },
+		{ "stack", optional_argument, NULL, 'S' },
 		{ "follow-fork", no_argument, NULL, 'F' },
 		{ "buffer-size", required_argument, NULL, 'b' },
 		{ "no-wait", no_argument, NULL, 'W' },
@@ -1186,6 +1201,13 @@ static int cmd_trace(int argc, char **argv)
 			break;
 		case 'E': force_events = true; break;
 		case 'B': o.by = optarg; break;
+		case 'S':
+			o.stack = optarg ? (unsigned int)parse_size(optarg) : 8192;
+			if (o.stack < 256 || o.stack > 65536) {
+				tool_err("--stack=BYTES: 256 to 64K of stack per event");
+				return 2;
+			}
+			break;
 		case 'F': o.follow = true; break;
 		case 'b':
 			o.bufsize = parse_size(optarg);
@@ -1216,6 +1238,15 @@ static int cmd_trace(int argc, char **argv)
 		}
 	}
 	o.events = force_events || (!o.count && !o.nhists);
+	if (o.format && !strcmp(o.format, "folded") && !o.stack)
+		o.stack = 8192;
+	if (o.count && o.stack) {
+		/* -c --stack: hits per unique stack. */
+		static char by[256];
+
+		snprintf(by, sizeof(by), "%s%sstack", o.by ? o.by : "", o.by ? "," : "");
+		o.by = by;
+	}
 	if (o.by && !o.count) {
 		tool_err("--by counts: with -c (ukprobe trace -c --by KEY)");
 		return 2;

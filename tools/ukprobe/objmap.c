@@ -4,6 +4,7 @@
  * through a direct-mapped cache of the strings made, since probe addresses
  * and call sites repeat.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,4 +235,16 @@ const char *objmaps_exe(struct objmaps *m, int pid, uint64_t ts)
 			return o->base;
 	}
 	return NULL;
+}
+
+int objmaps_object(struct objmaps *m, int pid, uint64_t ts, uint64_t addr, const char **path,
+		   uint64_t *bias)
+{
+	const struct oent *o = containing(m, pid, ts, addr);
+
+	if (!o || !o->path || o->path[0] != '/')
+		return -ENOENT;
+	*path = o->path;
+	*bias = o->bias;
+	return 0;
 }

@@ -33,6 +33,11 @@ void objmaps_apply(struct objmaps *m, int pid, const struct rec *r);
 const char *objmaps_symbolize(struct objmaps *m, int pid, uint64_t ts, uint64_t addr,
 			      bool with_off);
 
+/* The file and load bias of the object holding addr in process pid at
+ * time ts: 0, or -ENOENT. */
+int objmaps_object(struct objmaps *m, int pid, uint64_t ts, uint64_t addr, const char **path,
+		   uint64_t *bias);
+
 /* The executable's name (basename) of pid at time ts, or NULL. */
 const char *objmaps_exe(struct objmaps *m, int pid, uint64_t ts);
 

@@ -80,6 +80,15 @@ struct rec {
 };
 
 #define REC_ALIGN(x)	(((x) + 7u) & ~7u)
+
+/* --stack: the registers unwinding starts from and a copy of the stack
+ * from sp up (len bytes, fewer at the stack's top), 8-aligned. */
+struct rec_stack {
+	uint64_t pc, sp, fp;
+	uint32_t len;
+	uint32_t magic;		/* REC_STACK_MAGIC */
+};
+#define REC_STACK_MAGIC	0x6b617473u	/* "stak" */
 #define REC_COMM_LEN	16
 
 #endif

@@ -28,6 +28,7 @@ struct run_opts {
 	unsigned long long unit_div;
 	const char *unit;
 	const char *by;		/* -c --by KEYS (agg.h) */
+	unsigned int stack;	/* --stack: bytes of stack copied per hit */
 	char **argv;		/* CMD ARGS */
 	int pid;		/* -p PID: a running process */
 	double duration;	/* --duration SECONDS (0: until Ctrl-C or its end) */

@@ -20,6 +20,18 @@ int tool_insn_len(const uint8_t *code, size_t avail);
  * *what names the instruction skipped. */
 size_t tool_entry_skip(const uint8_t *code, size_t avail, const char **what);
 
+/* Unwinding (unwind.c): the DWARF numbers of the stack pointer, the frame
+ * pointer and the return address column, the name of the frame pointer in
+ * pt_regs (regs_query_register_offset()), and where a frame-pointer frame
+ * keeps the caller's frame pointer and return address (from the frame
+ * pointer, in bytes). */
+#define TOOL_DWARF_SP		7	/* %rsp */
+#define TOOL_DWARF_FP		6	/* %rbp */
+#define TOOL_DWARF_RA		16	/* return address column */
+#define TOOL_FP_NAME		"bp"
+#define TOOL_FP_SAVED_FP	0
+#define TOOL_FP_SAVED_RA	8
+
 /* Longest instruction: bytes to read past a point to decode what is there. */
 #define TOOL_MAX_INSN	16
 

@@ -216,7 +216,7 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	fmt = fmt_parse(format);
 	if (fmt < 0 || fmt == FMT_UKP) {
-		tool_err("report: unknown format '%s' (text, json, perfetto)", format);
+		tool_err("report: unknown format '%s' (text, json, perfetto, folded)", format);
 		return 2;
 	}
 	if (open_ukf(&f, argv[optind]))
@@ -240,6 +240,12 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	maps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, f.defs.n, maps);
+	if (fmt == FMT_FOLDED) {
+		char why[64];
+
+		fc.folded = agg_new(NULL, evs, f.defs.n, why, sizeof(why));
+		f.events = true;
+	}
 	sym_demangle_may_load(true);
 	for (int i = 0; i < f.defs.n; i++)
 		if (evs[i].multi && f.count)
