@@ -217,6 +217,23 @@ Test(ukprobe, errors_point_at_the_real_mistake)
 	cr_assert(strstr(r.err, " p_getppid_0: (getppid+0x0/"), "%s", r.err);
 }
 
+Test(ukprobe, objects_resolved_as_the_run_time_linker_would)
+{
+	/* A library installed for two machines (/usr/lib32): the one a
+	 * program of ours loads, not the first file of that name; C++ names
+	 * demangled beside the mangled ones. */
+	struct res r = sh("$U list-symbols libstdc++.so.6 _Znwm");
+
+	if (access("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", R_OK))
+		cr_skip_test("no libstdc++.so.6 here");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "x86_64-linux-gnu/libstdc++.so.6"), "%s", r.out);
+	cr_assert(strstr(r.out, " T _Znwm (operator new(unsigned long))\n"), "%s", r.out);
+	r = sh("$U check -e 'p:libstdc++.so.6:_Znwm' -x /usr/bin/apt-cache");
+	if (!access("/usr/bin/apt-cache", X_OK))
+		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+}
+
 Test(ukprobe, check_good_and_bad_definitions)
 {
 	struct res r = sh("$U check -e 'p:libc.so.6:malloc size=%%di:u64' "

@@ -70,9 +70,16 @@ static int list_file(const char *path, const char *pat, bool data, bool header, 
 		if (header && !n)
 			printf("# %s%s\n", path, sf->has_symtab ? "" : " (no .symtab: dynamic symbols)");
 		symfile_vaddr_to_off(sf, s->addr, &off);
-		printf("%016llx 0x%-9llx %7llu %c %s\n", (unsigned long long)s->addr,
-		       (unsigned long long)off, (unsigned long long)(s->sized ? s->size : 0),
-		       sym_letter(s), ksym_name(sf, s));
+		{
+			char dbuf[4096];
+			const char *d = sym_demangle(ksym_name(sf, s), dbuf, sizeof(dbuf));
+
+			/* A C++ name: the demangled one too. */
+			printf("%016llx 0x%-9llx %7llu %c %s%s%s%s\n", (unsigned long long)s->addr,
+			       (unsigned long long)off, (unsigned long long)(s->sized ? s->size : 0),
+			       sym_letter(s), ksym_name(sf, s), d == dbuf ? " (" : "",
+			       d == dbuf ? d : "", d == dbuf ? ")" : "");
+		}
 		n++;
 	}
 	symfile_close(sf);
@@ -123,6 +130,7 @@ int cmd_list_symbols(int argc, char **argv, const char *usage)
 	char *path = NULL;
 	int c, total = 0;
 
+	sym_demangle_may_load(true);
 	while ((c = getopt_long(argc, argv, "dh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': data = true; break;

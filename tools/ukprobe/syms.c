@@ -823,26 +823,24 @@ static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 			/* Only the usual "dir/\*.conf" form. */
 			char *star = strstr(pat, "*.conf");
 			if (star) {
+				/* In name order, as ldconfig's glob() reads them. */
 				char dir[PATH_MAX];
-				DIR *d;
-				struct dirent *de;
+				struct dirent **de = NULL;
+				int nde;
 
 				snprintf(dir, sizeof(dir), "%.*s", (int)(star - pat), pat);
-				d = opendir(dir);
-				if (!d)
-					continue;
-				while ((de = readdir(d))) {
-					size_t l = strlen(de->d_name);
+				nde = scandir(dir, &de, NULL, alphasort);
+				for (int i = 0; i < nde; i++) {
+					size_t l = strlen(de[i]->d_name);
 					char p[PATH_MAX];
 
-					if (l < 5 || strcmp(de->d_name + l - 5, ".conf"))
-						continue;
-					if (snprintf(p, sizeof(p), "%s%s", dir, de->d_name) >=
+					if (l >= 5 && !strcmp(de[i]->d_name + l - 5, ".conf") &&
+					    snprintf(p, sizeof(p), "%s%s", dir, de[i]->d_name) <
 					    (int)sizeof(p))
-						continue;
-					add_conf_dirs(p, dirs, n, depth + 1);
+						add_conf_dirs(p, dirs, n, depth + 1);
+					free(de[i]);
 				}
-				closedir(d);
+				free(de);
 			}
 			continue;
 		}
@@ -856,6 +854,34 @@ static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 	fclose(f);
 }
 
+/* Is the file an ELF object of the machine and class ukprobe runs on?  A
+ * library of another one (/usr/lib32's) is not what a program of ours
+ * would load, as the run-time linker skips it. */
+static bool same_machine(const char *path)
+{
+	static unsigned char self[20];
+	static bool have;
+	unsigned char h[20];
+	int fd;
+	bool ok;
+
+	if (!have) {
+		fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		have = fd >= 0 && read(fd, self, sizeof(self)) == (ssize_t)sizeof(self);
+		if (fd >= 0)
+			close(fd);
+		if (!have)
+			return true;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = read(fd, h, sizeof(h)) == (ssize_t)sizeof(h);
+	close(fd);
+	/* EI_CLASS, EI_DATA, e_machine */
+	return ok && h[4] == self[4] && h[5] == self[5] && h[18] == self[18] && h[19] == self[19];
+}
+
 static char *search_dir(const char *dir, const char *name)
 {
 	char p[PATH_MAX];
@@ -864,7 +890,7 @@ static char *search_dir(const char *dir, const char *name)
 	char *best = NULL;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	if (is_file(p))
+	if (is_file(p) && same_machine(p))
 		return realpath(p, NULL);
 	/* "libz.so" for "libz.so.1" when the unversioned link is absent. */
 	d = opendir(dir);
@@ -875,7 +901,7 @@ static char *search_dir(const char *dir, const char *name)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		/* The shortest name: the soname, not the full version. */
-		if (is_file(p) && (!best || strlen(p) < strlen(best))) {
+		if (is_file(p) && same_machine(p) && (!best || strlen(p) < strlen(best))) {
 			free(best);
 			best = strdup(p);
 		}
