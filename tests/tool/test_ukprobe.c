@@ -234,6 +234,22 @@ Test(ukprobe, objects_resolved_as_the_run_time_linker_would)
 		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 }
 
+Test(ukprobe, signals_to_ukprobe_alone_go_to_the_program)
+{
+	/* SIGINT sent to ukprobe (not from a terminal) is passed on: the
+	 * program dies of it, ukprobe writes its summaries and dies the same
+	 * way. */
+	struct res r = sh("$U trace -c -e 'p:calls:sleepy' -- $P/calls sleep 1000 100000 & UP=$!\n"
+			  "sleep 1; kill -INT $UP; wait $UP; echo status=$?");
+
+	cr_assert(strstr(r.out, "status=130\n"), "%s%s", r.out, r.err);
+	cr_assert(strstr(r.err, "@count[p_sleepy_0]: "), "%s", r.err);
+	r = sh("$U trace -c -e 'p:calls:sleepy' -- $P/calls sleep 1000 100000 & UP=$!\n"
+	       "sleep 1; kill -TERM $UP; wait $UP; echo status=$?");
+	cr_assert(strstr(r.out, "status=143\n"), "%s%s", r.out, r.err);
+	cr_assert(strstr(r.err, "@count[p_sleepy_0]: "), "%s", r.err);
+}
+
 Test(ukprobe, check_good_and_bad_definitions)
 {
 	struct res r = sh("$U check -e 'p:libc.so.6:malloc size=%%di:u64' "

@@ -338,7 +338,7 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 {
 	const struct pe_event *ev;
 	struct arg_view av[PE_MAX_ARGS];
-	char comm[17], loc[1024], func[1024], val[4096];
+	char comm[17], loc[4096], func[4096], val[4096];
 	unsigned long long sec, usec;
 	const char *evname;
 	const struct rec_stack *stack;

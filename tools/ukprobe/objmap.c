@@ -181,7 +181,7 @@ const char *objmaps_symbolize(struct objmaps *m, int pid, uint64_t ts, uint64_t 
 	struct oent *o = (struct oent *)containing(m, pid, ts, addr);
 	struct cent *c = &m->cache[((addr >> 2) ^ (addr >> 13) ^ (uint64_t)pid ^ with_off) %
 				   CACHE_SIZE];
-	char buf[1024];
+	char buf[4096];
 
 	if (c->text && c->o == o && c->addr == addr && c->with_off == with_off &&
 	    (o || c->pid == pid))
@@ -192,7 +192,7 @@ const char *objmaps_symbolize(struct objmaps *m, int pid, uint64_t ts, uint64_t 
 		if (nm->pid == pid && nm->addr == addr && nm->from <= ts) {
 			/* A function known by the name it was probed by (its
 			 * own symbol may be missing: a stripped library). */
-			char plain[1024];
+			char plain[4096];
 
 			if (o && !o->sf_tried) {
 				o->sf_tried = true;
