@@ -105,7 +105,7 @@ $(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -static -o $@ $<
 
-$(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
+$(B)/tests/tool/%: tests/tool/%.c tests/tool/tool_test.h $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
                    $(B)/tests/tool-progs/static-printenv \
                    $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
 	@mkdir -p $(dir $@)

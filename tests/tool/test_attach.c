@@ -7,112 +7,28 @@
  * it blocks in read(), nanosleep() and poll(), and exits 3 if any of them
  * ever fails with EINTR.
  */
-#include <criterion/criterion.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "tool_test.h"
 
-#ifndef UKP_BUILD_DIR
-#define UKP_BUILD_DIR "build"
-#endif
 
-static char tdir[256];
+/* Each script starts with the waiter running: $W its pid, fd 3 its input,
+ * waitfor CMD (up to 15 s), finish (end its input, $? of it). */
+static const char waiter_prelude[] =
+	"cd $T; mkfifo in\n"
+	"$P/waiter < in > wout 2>&1 &\nW=$!\nexec 3>in\n"
+	"# until the waiter waits in read()\n"
+	"echo zero >&3\n"
+	"for i in $(seq 100); do grep -q 'line 0' wout && break; sleep 0.05; done\n"
+	"waitfor() { for i in $(seq 300); do eval \"$1\" && return 0; sleep 0.05; done; "
+	"return 1; }\n"
+	"finish() { exec 3>&-; wait $W; echo wstatus=$?; }\n";
 
-static char *slurp(const char *path)
+static void attach_setup(void)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
+	setup();
+	sh_prelude = waiter_prelude;
 }
 
-static void setup(void)
-{
-#ifdef UKP_SAN
-	cr_skip_test("ukprobe's end-to-end tests do not run under SAN=1");
-#endif
-	snprintf(tdir, sizeof(tdir), "/tmp/ukprobe-attach-XXXXXX");
-	cr_assert_not_null(mkdtemp(tdir));
-	setenv("U", UKP_BUILD_DIR "/ukprobe", 1);
-	setenv("P", UKP_BUILD_DIR "/tests/tool-progs", 1);
-	setenv("T", tdir, 1);
-	setenv("LC_ALL", "C", 1);
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	if (tdir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cannot remove %s\n", tdir);
-	}
-}
-
-TestSuite(attach, .init = setup, .fini = teardown, .timeout = 90);
-
-struct res {
-	int status;
-	char *out, *err;
-};
-
-/* A bash script with the waiter running: $W its pid, fd 3 its input. */
-static struct res sh(const char *fmt, ...)
-{
-	char full[1024], o[300], e[300], c[300];
-	struct res r;
-	va_list ap;
-	FILE *f;
-	int st;
-
-	snprintf(o, sizeof(o), "%s/.out", tdir);
-	snprintf(e, sizeof(e), "%s/.err", tdir);
-	snprintf(c, sizeof(c), "%s/.cmd.sh", tdir);
-	f = fopen(c, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "cd $T; mkfifo in\n"
-		"$P/waiter < in > wout 2>&1 &\nW=$!\nexec 3>in\n"
-		"# until the waiter waits in read()\n"
-		"echo zero >&3\n"
-		"for i in $(seq 100); do grep -q 'line 0' wout && break; sleep 0.05; done\n"
-		"waitfor() { for i in $(seq 300); do eval \"$1\" && return 0; sleep 0.05; done; "
-		"return 1; }\n"
-		"finish() { exec 3>&-; wait $W; echo wstatus=$?; }\n");
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-	snprintf(full, sizeof(full), "bash '%s' >'%s' 2>'%s'", c, o, e);
-	st = system(full);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = slurp(o);
-	r.err = slurp(e);
-	return r;
-}
-
-static int count(const char *s, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
+TestSuite(attach, .init = attach_setup, .fini = teardown, .timeout = 90);
 
 Test(attach, trace_then_detach_leaves_the_process_as_it_was)
 {

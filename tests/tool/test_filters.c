@@ -4,111 +4,9 @@
  * definition, ftrace's grammar), evaluated in the handlers: exact counts
  * of what passes, strings and globs, and the caret errors of bad filters.
  */
-#include <criterion/criterion.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#ifndef UKP_BUILD_DIR
-#define UKP_BUILD_DIR "build"
-#endif
-
-struct res {
-	int status;
-	char *out, *err;
-};
-
-static char tdir[256];
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void setup(void)
-{
-#ifdef UKP_SAN
-	cr_skip_test("ukprobe's end-to-end tests do not run under SAN=1");
-#endif
-	snprintf(tdir, sizeof(tdir), "/tmp/ukprobe-filter-XXXXXX");
-	cr_assert_not_null(mkdtemp(tdir));
-	setenv("U", UKP_BUILD_DIR "/ukprobe", 1);
-	setenv("P", UKP_BUILD_DIR "/tests/tool-progs", 1);
-	setenv("T", tdir, 1);
-	setenv("LC_ALL", "C", 1);
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-	if (tdir[0] && system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tdir);
-}
+#include "tool_test.h"
 
 TestSuite(filters, .init = setup, .fini = teardown, .timeout = 60);
-
-static struct res sh(const char *fmt, ...)
-{
-	char full[1024], o[300], e[300], c[300];
-	struct res r;
-	va_list ap;
-	FILE *f;
-	int st;
-
-	snprintf(o, sizeof(o), "%s/.out", tdir);
-	snprintf(e, sizeof(e), "%s/.err", tdir);
-	snprintf(c, sizeof(c), "%s/.cmd.sh", tdir);
-	f = fopen(c, "w");
-	cr_assert_not_null(f);
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-	snprintf(full, sizeof(full), "bash '%s' >'%s' 2>'%s'", c, o, e);
-	st = system(full);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = slurp(o);
-	r.err = slurp(e);
-	return r;
-}
-
-static int count(const char *s, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
-static void assert_caret(const char *err, const char *def, int col, const char *name)
-{
-	char want[1200];
-
-	snprintf(want, sizeof(want), "%s\n%*s^\n", def, col, "");
-	cr_assert(strstr(err, want), "no caret at %d under '%s':\n%s", col, def, err);
-	snprintf(want, sizeof(want), "(%s)\n", name);
-	cr_assert(strstr(err, want), "no %s for '%s':\n%s", name, def, err);
-}
 
 Test(filters, numbers_exact_counts)
 {
@@ -202,16 +100,6 @@ Test(filters, counts_by_tid_comm_pid_and_argument)
 /* Globs, C++ names, many definitions                                        */
 /* ------------------------------------------------------------------------ */
 
-static long count_of(const char *s, const char *event)
-{
-	char key[256];
-	const char *p;
-
-	snprintf(key, sizeof(key), "@count[%s]: ", event);
-	p = strstr(s, key);
-	return p ? atol(p + strlen(key)) : -1;
-}
-
 Test(filters, glob_over_libc_one_probe_per_function)
 {
 	/* str* of libc: each function its own event, indirect functions
@@ -219,8 +107,8 @@ Test(filters, glob_over_libc_one_probe_per_function)
 	struct res r = sh("$U trace -c -e 'p:libc.so.6:str*' -- ls / >/dev/null");
 
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_gt(count_of(r.err, "p_strlen_0"), 0, "%s", r.err);
-	cr_assert_gt(count_of(r.err, "p_strcmp_0"), 0, "%s", r.err);
+	cr_assert_gt(count_value(r.err, "p_strlen_0"), 0, "%s", r.err);
+	cr_assert_gt(count_value(r.err, "p_strcmp_0"), 0, "%s", r.err);
 	cr_assert(!strstr(r.err, "@count[p_libc"), "unnamed: %s", r.err);
 	/* Events too, named after their functions; r: as well. */
 	r = sh("$U trace -e 'r:libc.so.6:strdup*' -- ls / >/dev/null");
@@ -241,10 +129,10 @@ Test(filters, every_function_of_libz)
 	r = sh("$U trace -c -e 'p:libz.so.1:*' -- python3 -c 'import zlib\n"
 	       "for i in range(3): zlib.decompress(zlib.compress(b\"x\" * 10000))'");
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "p_deflate_0"), 3, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "p_deflateEnd_0"), 3, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "p_inflate_0"), 3, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "p_compress2_0"), -1, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_deflate_0"), 3, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_deflateEnd_0"), 3, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_inflate_0"), 3, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_compress2_0"), -1, "%s", r.err);
 }
 
 Test(filters, cxx_names_in_definitions_and_output)
@@ -257,8 +145,8 @@ Test(filters, cxx_names_in_definitions_and_output)
 	cr_assert_eq(count(r.err, ": (ns::Parser::parse(int)+0x0/"), 3, "%s", r.err);
 	cr_assert_eq(count(r.err, ": (ns::Parser::parse(char const*)+0x0/"), 2, "%s", r.err);
 	r = sh("$U trace -c -e 'r:cxx:ns::Parser::parse ret=$retval:s64' -- $P/cxx");
-	cr_assert_eq(count_of(r.err, "r_ns__Parser__parse_int__0"), 3, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "r_ns__Parser__parse_char_const___0"), 2, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "r_ns__Parser__parse_int__0"), 3, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "r_ns__Parser__parse_char_const___0"), 2, "%s", r.err);
 }
 
 Test(filters, more_than_128_definitions)
@@ -268,7 +156,7 @@ Test(filters, more_than_128_definitions)
 			  "$U trace -c -f $T/defs -- $P/calls count 7");
 
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "e1"), 7, "%s", r.err);
-	cr_assert_eq(count_of(r.err, "e300"), 7, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "e1"), 7, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "e300"), 7, "%s", r.err);
 	cr_assert_eq(count(r.err, "]: 7\n"), 300);
 }

@@ -9,122 +9,12 @@
  * and exit status against an untraced run, the event counts where they are
  * known, and the summaries.
  */
-#include <criterion/criterion.h>
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#ifndef UKP_BUILD_DIR
-#define UKP_BUILD_DIR "build"
-#endif
-#ifndef UKP_SRC_DIR
-#define UKP_SRC_DIR "."
-#endif
-
-struct res {
-	int status;	/* exit status, or 128 + signal */
-	char *out;
-	char *err;
-};
-
-static char tdir[256];
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void setup(void)
-{
-#ifdef UKP_SAN
-	/* The agent is preloaded into programs that are not sanitized. */
-	cr_skip_test("ukprobe's end-to-end tests do not run under SAN=1");
-#endif
-	snprintf(tdir, sizeof(tdir), "/tmp/ukprobe-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(tdir));
-	setenv("U", UKP_BUILD_DIR "/ukprobe", 1);
-	setenv("P", UKP_BUILD_DIR "/tests/tool-progs", 1);
-	setenv("T", tdir, 1);
-	setenv("LC_ALL", "C", 1);
-	setenv("PY3", access("/usr/bin/python3", X_OK) ? "python3" : "/usr/bin/python3", 1);
-}
-
-static void teardown(void)
-{
-	char cmd[512];
-
-	if (tdir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cannot remove %s\n", tdir);
-	}
-}
+#include "tool_test.h"
 
 TestSuite(ukprobe, .init = setup, .fini = teardown, .timeout = 60);
-
-/* Run a bash script; its stdout and stderr are captured. */
-static struct res sh(const char *fmt, ...)
-{
-	char full[1024], o[300], e[300], c[300];
-	struct res r;
-	va_list ap;
-	FILE *f;
-	int st;
-
-	snprintf(o, sizeof(o), "%s/.out", tdir);
-	snprintf(e, sizeof(e), "%s/.err", tdir);
-	snprintf(c, sizeof(c), "%s/.cmd.sh", tdir);
-	f = fopen(c, "w");
-	cr_assert_not_null(f);
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
-	snprintf(full, sizeof(full), "bash '%s' >'%s' 2>'%s'", c, o, e);
-	st = system(full);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r.out = slurp(o);
-	r.err = slurp(e);
-	return r;
-}
-
-static int count(const char *s, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
-static long count_value(const char *s, const char *event)
-{
-	char key[256];
-	const char *p;
-
-	snprintf(key, sizeof(key), "@count[%s]: ", event);
-	p = strstr(s, key);
-	return p ? atol(p + strlen(key)) : -1;
-}
 
 static bool have(const char *prog)
 {
@@ -153,17 +43,6 @@ static unsigned long file_offset_of(const char *prog, const char *sym)
 	return strtoul(r.out, NULL, 10);
 }
 
-/* The kernel's error_log form: the definition, a caret under column col,
- * then the reason and "(NAME)". */
-static void assert_caret(const char *err, const char *def, int col, const char *name)
-{
-	char want[1200];
-
-	snprintf(want, sizeof(want), "%s\n%*s^\n", def, col, "");
-	cr_assert(strstr(err, want), "no caret at %d under '%s':\n%s", col, def, err);
-	snprintf(want, sizeof(want), "(%s)\n", name);
-	cr_assert(strstr(strstr(err, def), want), "no %s for '%s':\n%s", name, def, err);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Help, check, list-symbols                                                 */

@@ -187,17 +187,28 @@ static int cmp_ent(const void *x, const void *y)
 	return memcmp(a->key, b->key, a->klen);
 }
 
-void agg_print(struct agg *a, FILE *out, bool json)
+/* The entries, smallest count first (malloc'd; NULL if none could be). */
+static struct aent *sorted(const struct agg *a, size_t *n)
 {
 	struct aent *v = calloc(a->n + 1, sizeof(*v));
-	size_t n = 0;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < a->cap; i++)
+		if (a->v[i].key)
+			v[(*n)++] = a->v[i];
+	qsort(v, *n, sizeof(*v), cmp_ent);
+	return v;
+}
+
+void agg_print(struct agg *a, FILE *out, bool json)
+{
+	size_t n;
+	struct aent *v = sorted(a, &n);
 
 	if (!v)
 		return;
-	for (size_t i = 0; i < a->cap; i++)
-		if (a->v[i].key)
-			v[n++] = a->v[i];
-	qsort(v, n, sizeof(*v), cmp_ent);
 	if (json) {
 		fprintf(out, "{\"type\":\"counts\",\"by\":[");
 		for (int k = 0; k < a->nkeys; k++) {
@@ -244,15 +255,11 @@ void agg_print(struct agg *a, FILE *out, bool json)
 
 void agg_print_folded(struct agg *a, FILE *out)
 {
-	struct aent *v = calloc(a->n + 1, sizeof(*v));
-	size_t n = 0;
+	size_t n;
+	struct aent *v = sorted(a, &n);
 
 	if (!v)
 		return;
-	for (size_t i = 0; i < a->cap; i++)
-		if (a->v[i].key)
-			v[n++] = a->v[i];
-	qsort(v, n, sizeof(*v), cmp_ent);
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s %llu\n", v[i].key, v[i].n);
 	free(v);

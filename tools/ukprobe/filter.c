@@ -34,7 +34,7 @@ static void skip_ws(struct fp *p)
 		p->i++;
 }
 
-static struct filter_node *emit(struct fp *p, int op)
+static struct filter_node *emit_node(struct fp *p, int op)
 {
 	struct filter_node *nd;
 
@@ -104,7 +104,7 @@ static int parse_pred(struct fp *p)
 		return fail(p, opat, PE_ERR_BAD_TYPE);
 	skip_ws(p);
 	vs = p->i;
-	nd = emit(p, op);
+	nd = emit_node(p, op);
 	if (!nd)
 		return fail(p, start, PE_ERR_TOO_MANY_OPS);
 	nd->arg = (int16_t)arg;
@@ -166,7 +166,7 @@ static int parse_unary(struct fp *p)
 		e = parse_unary(p);
 		if (e)
 			return e;
-		return emit(p, FOP_F_NOT) ? 0 : fail(p, p->i, PE_ERR_TOO_MANY_OPS);
+		return emit_node(p, FOP_F_NOT) ? 0 : fail(p, p->i, PE_ERR_TOO_MANY_OPS);
 	}
 	if (p->s[p->i] == '(') {
 		size_t open = p->i++;
@@ -193,7 +193,7 @@ static int parse_and(struct fp *p)
 			break;
 		p->i += 2;
 		e = parse_unary(p);
-		if (!e && !emit(p, FOP_F_LAND))
+		if (!e && !emit_node(p, FOP_F_LAND))
 			e = fail(p, p->i, PE_ERR_TOO_MANY_OPS);
 	}
 	return e;
@@ -209,7 +209,7 @@ static int parse_or(struct fp *p)
 			break;
 		p->i += 2;
 		e = parse_and(p);
-		if (!e && !emit(p, FOP_F_LOR))
+		if (!e && !emit_node(p, FOP_F_LOR))
 			e = fail(p, p->i, PE_ERR_TOO_MANY_OPS);
 	}
 	return e;
