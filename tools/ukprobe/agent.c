@@ -356,10 +356,10 @@ static void unplace(struct tev *t)
 }
 
 /* Register probe p of t at what its kprobe says; 0 or -errno. */
-static int register_one(struct tev *t, struct probe *p)
+/* Probe p of t ready to register, at what its kprobe says. */
+static void prepare_one(struct tev *t, struct probe *p)
 {
 	struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
-	int err;
 
 	p->t = t;
 	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
@@ -370,24 +370,77 @@ static int register_one(struct tev *t, struct probe *p)
 		p->u.rp.entry_handler = agent_kretprobe_entry;
 		p->u.rp.data_size = 8 + (size_t)t->ev.nentry_args * sizeof(unsigned long);
 		p->u.rp.maxactive = t->ev.maxactive;
-		err = register_kretprobe(&p->u.rp);
 	} else {
 		kp->pre_handler = agent_kprobe_pre;
-		err = register_kprobe(kp);
 	}
-	if (!err) {
-		p->func = (uintptr_t)kp->addr;
-		p->placed = true;
-		if (kp->symbol_name) {
-			/* By the name asked for, whatever the engine chose (an
-			 * indirect function's implementation). */
-			const char *c = strrchr(kp->symbol_name, ':');
+}
 
-			meta_name(p->func, c && (c == kp->symbol_name || c[-1] != ':') ? c + 1 :
-				  kp->symbol_name);
-		}
+/* p was registered. */
+static void registered(struct tev *t, struct probe *p)
+{
+	struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+
+	p->func = (uintptr_t)kp->addr;
+	p->placed = true;
+	if (kp->symbol_name) {
+		/* By the name asked for, whatever the engine chose (an
+		 * indirect function's implementation). */
+		const char *c = strrchr(kp->symbol_name, ':');
+
+		meta_name(p->func, c && (c == kp->symbol_name || c[-1] != ':') ? c + 1 :
+			  kp->symbol_name);
 	}
+}
+
+/* Register probe p of t; 0 or -errno. */
+static int register_one(struct tev *t, struct probe *p)
+{
+	int err;
+
+	prepare_one(t, p);
+	err = t->is_ret ? register_kretprobe(&p->u.rp) : register_kprobe(&p->u.kp);
+	if (!err)
+		registered(t, p);
 	return err;
+}
+
+/*
+ * Register n probes of t at once, in batches (one serialization of the
+ * code writes per batch, not one per probe: a library's every function
+ * goes in quickly).  A batch that fails (as a whole, by the kernel's rule)
+ * is split in halves, down to the probes that cannot be placed, so that
+ * one function that cannot be probed keeps none of the others out.
+ * Returns how many were placed; *first_err the first refusal.
+ */
+#define BATCH	256
+static int register_many(struct tev *t, struct probe *v, size_t n, int *first_err)
+{
+	void *ptrs[BATCH];
+	int err;
+
+	if (n > BATCH)
+		return register_many(t, v, BATCH, first_err) +
+		       register_many(t, v + BATCH, n - BATCH, first_err);
+	if (n == 1) {
+		err = register_one(t, v);
+		if (err && !*first_err)
+			*first_err = err;
+		return !err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		prepare_one(t, &v[i]);
+		ptrs[i] = t->is_ret ? (void *)&v[i].u.rp : (void *)&v[i].u.kp;
+	}
+	err = t->is_ret ? register_kretprobes((struct kretprobe **)ptrs, (int)n) :
+			  register_kprobes((struct kprobe **)ptrs, (int)n);
+	if (!err) {
+		for (size_t i = 0; i < n; i++)
+			registered(t, &v[i]);
+		return (int)n;
+	}
+	/* The failed batch left nothing registered. */
+	return register_many(t, v, n / 2, first_err) +
+	       register_many(t, v + n / 2, n - n / 2, first_err);
 }
 
 static int cmp_addr(const void *a, const void *b)
@@ -411,6 +464,7 @@ static int place_multi(struct tev *t)
 	const struct ksym **ifuncs;
 	size_t n = 0, ni = 0;
 	int placed = 0, refused = 0, first_err = 0;
+	uint64_t t0 = agent_now_ns(), took;
 
 	if (!ev->object[0]) {
 		event_error(t, PE_ERR_BAD_PROBE_ADDR, ev->point_pos,
@@ -468,26 +522,16 @@ static int place_multi(struct tev *t)
 	for (size_t i = 0; i < n + ni; i++) {
 		struct probe *p = &t->probes[i];
 		struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
-		int err;
 
-		if (i < n) {
+		if (i < n)
 			kp->addr = (kprobe_opcode_t *)addrs[i];
-		} else if (asprintf(&p->symspec, "%s:%s", ev->object,
-				    ksym_name(sf, ifuncs[i - n])) > 0) {
+		else if (asprintf(&p->symspec, "%s:%s", ev->object, ksym_name(sf, ifuncs[i - n])) > 0)
 			kp->symbol_name = p->symspec;
-		} else {
-			refused++;
-			continue;
-		}
-		err = register_one(t, p);
-		if (err) {
-			refused++;
-			if (!first_err)
-				first_err = err;
-		} else {
-			placed++;
-		}
+		else
+			kp->symbol_name = "";	/* refused: no memory */
 	}
+	placed = register_many(t, t->probes, n + ni, &first_err);
+	refused = (int)(n + ni) - placed;
 	free(addrs);
 	free(ifuncs);
 	if (!placed) {
@@ -499,6 +543,9 @@ static int place_multi(struct tev *t)
 	atomic_fetch_add(&uks_ev(shm, t->id)->placed, 1);
 	atomic_fetch_add(&uks_ev(shm, t->id)->probes, (uint32_t)placed);
 	atomic_fetch_add(&uks_ev(shm, t->id)->refused, (uint32_t)refused);
+	took = agent_now_ns() - t0;
+	if (took > atomic_load(&uks_ev(shm, t->id)->place_ns))
+		atomic_store(&uks_ev(shm, t->id)->place_ns, took);
 	return 0;
 }
 

@@ -664,6 +664,11 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 			fprintf(stderr, "ukprobe: %s: placed in %u process image(s), %llu hits\n",
 				evs[i].event, atomic_load(&se->placed),
 				(unsigned long long)atomic_load(&se->hits));
+			if (evs[i].multi)
+				fprintf(stderr, "ukprobe: %s: %u probes placed (%u functions refused), "
+					"in %.1f ms\n", o->defs.orig[i], atomic_load(&se->probes),
+					atomic_load(&se->refused),
+					(double)atomic_load(&se->place_ns) / 1e6);
 		}
 	}
 	if (atomic_load(&shm->agent_error_set))

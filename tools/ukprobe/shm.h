@@ -68,6 +68,8 @@ struct uks_event {
 	_Atomic uint32_t failed;	/* processes where registration failed */
 	_Atomic uint32_t probes;	/* probes placed (a glob: one per function) */
 	_Atomic uint32_t refused;	/* functions of a glob that could not be */
+	_Atomic uint64_t place_ns;	/* time the agent took to place it (the
+					 * longest of the processes) */
 	_Atomic uint32_t error_set;
 	int32_t err_code, err_pos;	/* its PE_ERR_* code and caret (0: none) */
 	char error[UKS_ERRLEN];		/* first failure, as text */
