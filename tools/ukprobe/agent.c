@@ -904,6 +904,22 @@ static void *opt_when_released(void *arg)
 }
 
 /*
+ * Attached, fork() is not interposed: a child of the program keeps the
+ * parent's probes in its copy of the code and the parent's ring in its
+ * thread's memory.  It stops tracing at once (pthread_atfork()), as a child
+ * does without --follow-fork.
+ */
+static void attached_fork_child(void)
+{
+	if (agent_state != AGENT_TRACING)
+		return;
+	atomic_store(&tracing, 0);
+	agent_state = AGENT_CHILD_OFF;
+	agent_rings_after_fork();
+	ukprobes_set_enabled(0);
+}
+
+/*
  * text: the configuration as the environment carries it in a started
  * program, in one string: CONF lines, then a line "%defs" and the
  * definitions, then "%hists" and the --hist names.  Returns 0, -EBUSY
@@ -954,6 +970,12 @@ AGENT_API int ukprobe_agent_attach(const char *text)
 	agent_pid = getpid();
 	attach_tid = (pid_t)syscall(SYS_gettid);
 	attach_gen++;
+	{
+		static bool atfork_set;
+
+		if (!atfork_set && !pthread_atfork(NULL, NULL, attached_fork_child))
+			atfork_set = true;
+	}
 	agent_rings_new_session();
 	atomic_fetch_add(&shm->processes, 1);
 	meta_after_fork();	/* a fresh description of this process */
