@@ -719,7 +719,8 @@ def tracer_line(t):
     return (f"- the **tracer** writes {u.get('events_per_s', '?')} events/s to a file "
             f"({u.get('lost', '?')} lost) where bpftrace writes {b.get('events_per_s', '?')}: "
             f"{t.get('ratio_ukprobe_over_bpftrace', '?')} times its rate "
-            f"([bench/published/tracer.json](bench/published/tracer.json));")
+            f"(on {t.get('cpu', '?')}, {t.get('ncpus', '?')} CPUs; "
+            f"[bench/published/tracer.json](bench/published/tracer.json));")
 
 
 def malloc_line(t):
@@ -727,7 +728,7 @@ def malloc_line(t):
     u, f = rows.get("ukprobe", {}), rows.get("uftrace", {})
     return (f"- every one of {t.get('calls', '?')} malloc calls recorded in "
             f"{u.get('seconds', '?')} s, where `uftrace record` takes {f.get('seconds', '?')} s "
-            f"({t.get('ratio_ukprobe_over_uftrace', '?')} times; "
+            f"({t.get('ratio_ukprobe_over_uftrace', '?')} times, load {t.get('load_at_end', '?')}; "
             "[bench/published/tracer_malloc.json](bench/published/tracer_malloc.json)).")
 
 
