@@ -9,7 +9,7 @@
 #ifndef UKPROBE_TOOL_TEST_H
 #define UKPROBE_TOOL_TEST_H
 
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
