@@ -52,7 +52,6 @@
 #include "fetch.h"
 #include "point_check.h"
 #include "syms.h"
-#include "tool_arch.h"
 #include <elf.h>
 
 #define AGENT_API __attribute__((visibility("default")))
@@ -272,7 +271,6 @@ static int setup_events(const char *defs, const char *hists)
 		free(copy);
 		return -ENOMEM;
 	}
-	conf.fp_off = (unsigned int)regs_query_register_offset(TOOL_FP_NAME);
 	/* @SYM arguments are resolved when the probe is placed. */
 	pe_set_resolvers(NULL, symbolize_cb);
 	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < (int)shm->nevents;

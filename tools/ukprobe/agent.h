@@ -35,7 +35,6 @@ struct agent_conf {
 	bool latency;		/* ukprobe latency: return probes feed lat */
 	bool initial;		/* the process the command started */
 	unsigned int stack;	/* --stack: bytes of stack copied per hit */
-	unsigned int fp_off;	/* offset of the frame pointer in pt_regs */
 };
 
 /* One definition. */

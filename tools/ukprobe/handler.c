@@ -264,7 +264,7 @@ static uint32_t copy_stack(char *p, struct pt_regs *regs, unsigned long pc)
 
 	st->pc = pc;
 	st->sp = sp;
-	st->fp = *(unsigned long *)((char *)regs + conf.fp_off);
+	st->fp = frame_pointer(regs);
 	st->magic = REC_STACK_MAGIC;
 	while (at < end && n < 8) {
 		unsigned long next = (at & ~4095ul) + 4096;

@@ -18,6 +18,7 @@
 
 #include "inject.h"
 #include "syms.h"
+#include "tool_arch.h"
 
 /* Room for the strings the calls take, below the red zone. */
 #define SCRATCH		(64 * 1024)
@@ -379,7 +380,7 @@ static struct inj *seize(pid_t pid, pid_t tid, char *err, size_t errlen)
 			nanosleep(&ms, NULL);
 		}
 	}
-	in->scratch_top = (inject_arch_sp(in->saved) - INJECT_RED_ZONE) & ~15ull;
+	in->scratch_top = (inject_arch_sp(in->saved) - TOOL_RED_ZONE) & ~15ull;
 	return in;
 }
 

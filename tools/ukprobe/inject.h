@@ -56,7 +56,7 @@ int inject_call(struct inj *in, uint64_t fn, const uint64_t *args, int nargs, ui
 void inject_end(struct inj *in);
 pid_t inject_tid(const struct inj *in);
 
-/* ---- the architecture's part (inject_arch_<uname -m>.c) ---- */
+/* ---- the architecture's part (arch/ARCH/inject.c, tool_arch.h) ---- */
 
 struct inj_regs;	/* the saved state, opaque */
 
@@ -78,7 +78,5 @@ int inject_arch_setup_call(pid_t tid, const struct inj_regs *saved, uint64_t fn,
 /* After the stop at address 0: the return value; -errno if the thread did
  * not stop there (*pc says where it did). */
 int inject_arch_result(pid_t tid, uint64_t *ret, uint64_t *pc);
-/* Bytes below the stack pointer the ABI lets a function use (red zone). */
-#define INJECT_RED_ZONE	128
 
 #endif

@@ -33,7 +33,8 @@
 #include "filter.h"
 
 #define MAX_ARGSTR_LEN		63	/* the kernel's */
-#define PARAM_MAX_STACK		2048	/* THREAD_SIZE / sizeof(long) on x86-64 */
+#define PARAM_MAX_STACK		2048	/* the kernel's THREAD_SIZE / sizeof(long):
+					 * 2048 on x86-64, i386 and arm64 */
 
 #define C(a, b) #a
 static const char *const err_names[] = { PE_ERRORS };

@@ -95,7 +95,8 @@ struct pe_event {
 	 * kretprobe entry handler with fetch_save_entry_args() into an array
 	 * of nentry_args unsigned longs (the kernel's entry data). */
 	int nentry_args;
-	int entry_args[PE_MAX_ARGS];	/* 0-based SysV argument numbers */
+	int entry_args[PE_MAX_ARGS];	/* 0-based argument numbers, as
+					 * regs_get_kernel_argument() counts */
 	char *text;		/* the original definition (malloc'd) */
 	/* "if FILTER" at the end (filter.h); NULL without one. */
 	struct pe_filter *filter;

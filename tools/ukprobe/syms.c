@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwarf_eh.h"
 #include "syms.h"
 
 /* ------------------------------------------------------------------------ */
@@ -109,40 +110,6 @@ static bool want_sym(const GElf_Sym *s, const char *name)
 }
 
 /*
- * A pointer of the DWARF exception-header encoding enc (DW_EH_PE_*) at *p,
- * whose own link-time address is at; datarel is relative to base (the start
- * of .eh_frame_hdr).  Only what .eh_frame_hdr uses: fixed sizes, absolute,
- * pc- or data-relative.  0, or -EINVAL.
- */
-static int eh_pointer(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at,
-		      uint64_t base, uint64_t *out)
-{
-	size_t size;
-	uint64_t v = 0;
-
-	switch (enc & 0x0f) {
-	case 0x00: case 0x04: case 0x0c: size = 8; break;	/* absptr, u/sdata8 */
-	case 0x03: case 0x0b: size = 4; break;			/* u/sdata4 */
-	case 0x02: case 0x0a: size = 2; break;			/* u/sdata2 */
-	default: return -EINVAL;
-	}
-	if ((size_t)(end - *p) < size)
-		return -EINVAL;
-	memcpy(&v, *p, size);	/* little-endian, as the files we read */
-	if ((enc & 0x08) && size < 8 && (v >> (size * 8 - 1)))
-		v |= ~0ull << (size * 8);	/* signed */
-	*p += size;
-	switch (enc & 0x70) {
-	case 0x00: break;			/* absolute */
-	case 0x10: v += at; break;		/* pcrel */
-	case 0x30: v += base; break;		/* datarel */
-	default: return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-/*
  * The functions of the unwind tables: .eh_frame_hdr's binary-search table
  * (version 1) lists the start of every function that has an FDE, sorted.
  * Stripped files keep it: it is how their code can be decoded from a
@@ -166,8 +133,8 @@ static void read_cfi_starts(Elf *elf, struct symfile *sf, const GElf_Phdr *ph)
 	{
 		const uint8_t *q = p + 4;
 
-		if (eh_pointer(&q, end, p[1], hdr + 4, hdr, &fde_table) ||
-		    eh_pointer(&q, end, enc_count, hdr + (uint64_t)(q - p), hdr, &count))
+		if (dwarf_eh_pointer(&q, end, p[1], hdr + 4, hdr, &fde_table) ||
+		    dwarf_eh_pointer(&q, end, enc_count, hdr + (uint64_t)(q - p), hdr, &count))
 			return;
 		p = q;
 	}
@@ -180,9 +147,9 @@ static void read_cfi_starts(Elf *elf, struct symfile *sf, const GElf_Phdr *ph)
 		uint64_t start, fde;
 		const uint8_t *q = p;
 
-		if (eh_pointer(&q, end, enc_table, hdr + (uint64_t)(p - (const uint8_t *)d->d_buf),
+		if (dwarf_eh_pointer(&q, end, enc_table, hdr + (uint64_t)(p - (const uint8_t *)d->d_buf),
 			       hdr, &start) ||
-		    eh_pointer(&q, end, enc_table, hdr + (uint64_t)(q - (const uint8_t *)d->d_buf),
+		    dwarf_eh_pointer(&q, end, enc_table, hdr + (uint64_t)(q - (const uint8_t *)d->d_buf),
 			       hdr, &fde))
 			break;
 		p = q;
@@ -794,6 +761,22 @@ static int find_loaded_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* A copy of s at the end of the NULL-terminated vector *v of *n strings. */
+static bool strv_push(char ***v, size_t *n, const char *s)
+{
+	char *d = strdup(s);
+	char **nv = d ? realloc(*v, (*n + 2) * sizeof(**v)) : NULL;
+
+	if (!nv) {
+		free(d);
+		return false;
+	}
+	*v = nv;
+	(*v)[(*n)++] = d;
+	(*v)[*n] = NULL;
+	return true;
+}
+
 /* Directories of /etc/ld.so.conf and the files it includes (one level). */
 static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 {
@@ -844,14 +827,41 @@ static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 			}
 			continue;
 		}
-		char **nd = realloc(*dirs, (*n + 2) * sizeof(**dirs));
-		if (!nd)
+		if (!strv_push(dirs, n, s))
 			break;
-		*dirs = nd;
-		(*dirs)[(*n)++] = strdup(s);
-		(*dirs)[*n] = NULL;
 	}
 	fclose(f);
+}
+
+/*
+ * The run-time linker's own directories, searched after its cache: asked
+ * of it (RTLD_DI_SERINFO, for libc's link map: no object's RUNPATH), so
+ * they are the multiarch ones of this system (/lib/x86_64-linux-gnu,
+ * /lib/aarch64-linux-gnu, ...) without naming any here.  Its list also
+ * holds LD_LIBRARY_PATH's, searched already: they find nothing twice.
+ */
+static void add_loader_dirs(char ***dirs, size_t *n)
+{
+	static const char *const fallback[] = { "/lib", "/usr/lib" };
+	Dl_serinfo size, *si = NULL;
+	Dl_info libc;
+	void *h = NULL;
+	size_t cnt = 0;
+
+	if (dladdr((void *)dlinfo, &libc) && libc.dli_fname)
+		h = dlopen(libc.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (h && dlinfo(h, RTLD_DI_SERINFOSIZE, &size) == 0 && (si = malloc(size.dls_size))) {
+		*si = size;
+		if (dlinfo(h, RTLD_DI_SERINFO, si) == 0)
+			cnt = si->dls_cnt;
+	}
+	if (h)
+		dlclose(h);
+	for (size_t i = 0; i < (cnt ? cnt : sizeof(fallback) / sizeof(*fallback)); i++) {
+		if (!strv_push(dirs, n, cnt ? si->dls_serpath[i].dls_name : fallback[i]))
+			break;
+	}
+	free(si);
 }
 
 /* Is the file an ELF object of the machine and class ukprobe runs on?  A
@@ -918,10 +928,6 @@ static char *search_dir(const char *dir, const char *name)
 
 char *find_object_file(const char *name)
 {
-	static const char *std_dirs[] = {
-		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-		"/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib", NULL,
-	};
 	struct find_loaded f = { name, NULL };
 	char **dirs = NULL;
 	size_t nd = 0;
@@ -947,11 +953,10 @@ char *find_object_file(const char *name)
 			return r;
 	}
 	add_conf_dirs("/etc/ld.so.conf", &dirs, &nd, 0);
+	add_loader_dirs(&dirs, &nd);
 	for (size_t i = 0; i < nd && !r; i++)
 		r = search_dir(dirs[i], name);
 	strv_free(dirs);
-	for (int i = 0; std_dirs[i] && !r; i++)
-		r = search_dir(std_dirs[i], name);
 	if (!r)
 		r = find_in_path(name);
 	return r;

@@ -125,8 +125,8 @@ bool object_name_matches(const char *want, const char *path);
 
 /* Find the file of an object named in a definition, without running
  * anything: a path; else an object loaded in this process; else the
- * run-time linker's directories (LD_LIBRARY_PATH, /etc/ld.so.conf.d, the
- * standard ones); else $PATH.  Returns a malloc'd path or NULL. */
+ * run-time linker's directories (LD_LIBRARY_PATH, /etc/ld.so.conf and the
+ * files it includes, the linker's own default ones); else $PATH.  Returns a malloc'd path or NULL. */
 char *find_object_file(const char *name);
 
 /* The executable's file found through $PATH (like execvp); malloc'd. */

@@ -6,10 +6,16 @@
  * file with libelf), else its frame pointers: what perf does with
  * --call-graph dwarf, off the program's path (the handler only copies).
  *
- * The CFI interpreter knows what compilers emit for x86-64 code: the
+ * The CFI interpreter knows what compilers emit for ordinary code: the
  * CFA as a register plus an offset, registers saved at CFA offsets,
  * remember/restore state.  A CFA given by an expression (PLT entries)
- * ends the walk at that frame, or the frame pointer takes over.
+ * ends the walk at that frame, or the frame pointer takes over.  The
+ * register numbers and the frame-pointer frame are the architecture's
+ * (tool_arch.h); the return address must be saved in the frame (so it is
+ * on x86: a port whose return address stays in a link register at a
+ * function's entry walks its leaf frames by frame pointer only).  Words
+ * on the stack are unsigned longs: the command and the program it traces
+ * are of one ELF class and machine.
  */
 #include <elf.h>
 #include <errno.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dwarf_eh.h"
 #include "tool_arch.h"
 #include "unwind.h"
 
@@ -43,79 +50,6 @@ struct ehf {
 };
 
 static struct ehf *ehf_cache;
-
-static uint64_t uleb(const uint8_t **p, const uint8_t *end)
-{
-	uint64_t v = 0;
-	int shift = 0;
-
-	while (*p < end) {
-		uint8_t b = *(*p)++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
-static int64_t sleb(const uint8_t **p, const uint8_t *end)
-{
-	int64_t v = 0;
-	int shift = 0;
-	uint8_t b = 0;
-
-	while (*p < end) {
-		b = *(*p)++;
-		if (shift < 64)
-			v |= (int64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (shift < 64 && (b & 0x40))
-		v |= -((int64_t)1 << shift);
-	return v;
-}
-
-/* A DW_EH_PE-encoded pointer at *p, whose link-time address is at. */
-static int eh_ptr(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t sz = 0;
-
-	if (enc == 0xff)
-		return -EINVAL;
-	switch (enc & 0x0f) {
-	case 0x00: sz = 8; break;
-	case 0x01: v = uleb(p, end); break;
-	case 0x02: sz = 2; break;
-	case 0x03: sz = 4; break;
-	case 0x04: sz = 8; break;
-	case 0x09: v = (uint64_t)sleb(p, end); break;
-	case 0x0a: sz = 2; break;
-	case 0x0b: sz = 4; break;
-	case 0x0c: sz = 8; break;
-	default: return -EINVAL;
-	}
-	if (sz) {
-		if ((size_t)(end - *p) < sz)
-			return -EINVAL;
-		memcpy(&v, *p, sz);
-		if ((enc & 0x08) && sz < 8 && (v >> (sz * 8 - 1)))
-			v |= ~0ull << (sz * 8);
-		*p += sz;
-	}
-	switch (enc & 0x70) {
-	case 0x00: break;
-	case 0x10: v += at; break;
-	default: return -EINVAL;	/* datarel etc.: not in .eh_frame FDEs */
-	}
-	*out = v;
-	return 0;
-}
 
 struct cie {
 	uint64_t code_align;
@@ -145,13 +79,13 @@ static int parse_cie(const struct ehf *e, size_t off, struct cie *c)
 	p += strnlen(aug, (size_t)(end - p)) + 1;
 	if (p > end)
 		return -EINVAL;
-	c->code_align = uleb(&p, end);
-	c->data_align = sleb(&p, end);
-	c->ra = version == 1 ? *p++ : uleb(&p, end);
+	c->code_align = dwarf_uleb(&p, end);
+	c->data_align = dwarf_sleb(&p, end);
+	c->ra = version == 1 ? *p++ : dwarf_uleb(&p, end);
 	c->fde_enc = 0;
 	c->aug_z = aug[0] == 'z';
 	if (c->aug_z) {
-		uint64_t alen = uleb(&p, end);
+		uint64_t alen = dwarf_uleb(&p, end);
 		const uint8_t *q = p;
 
 		for (const char *a = aug + 1; *a && q < end; a++) {
@@ -161,7 +95,7 @@ static int parse_cie(const struct ehf *e, size_t off, struct cie *c)
 				uint8_t pe = *q++;
 				uint64_t dummy;
 
-				if (eh_ptr(&q, end, pe & 0x7f, e->addr + (uint64_t)(q - e->data), &dummy))
+				if (dwarf_eh_pointer(&q, end, pe & 0x7f, e->addr + (uint64_t)(q - e->data), 0, &dummy))
 					return -EINVAL;
 			} else if (*a == 'L') {
 				q++;
@@ -201,9 +135,9 @@ static void index_fdes(struct ehf *e)
 		memcpy(&id, e->data + off + 4, 4);
 		if (id && id <= off + 4 && !parse_cie(e, off + 4 - id, &c)) {
 			p = e->data + off + 8;
-			if (!eh_ptr(&p, e->data + off + 4 + len, c.fde_enc,
-				    e->addr + (uint64_t)(p - e->data), &start) &&
-			    !eh_ptr(&p, e->data + off + 4 + len, c.fde_enc & 0x0f, 0, &range)) {
+			if (!dwarf_eh_pointer(&p, e->data + off + 4 + len, c.fde_enc,
+					      e->addr + (uint64_t)(p - e->data), 0, &start) &&
+			    !dwarf_eh_pointer(&p, e->data + off + 4 + len, c.fde_enc & 0x0f, 0, 0, &range)) {
 				if (e->nfdes == cap) {
 					size_t nc = cap ? 2 * cap : 256;
 					struct fde *nf = realloc(e->fdes, nc * sizeof(*nf));
@@ -278,7 +212,7 @@ static struct ehf *ehf_get(const char *path)
 /* Call frame instructions                                                   */
 /* ------------------------------------------------------------------------ */
 
-#define NREGS	17	/* 0..16: what an x86-64 frame needs (RA column 16) */
+#define NREGS	TOOL_DWARF_NREGS	/* tracked: 0..NREGS-1 */
 
 struct rule {
 	enum { R_SAME, R_OFFSET, R_UNDEF, R_OTHER } how;
@@ -310,7 +244,7 @@ static void run_insns(const uint8_t *p, const uint8_t *end, const struct cie *c,
 			loc += low * c->code_align;
 			continue;
 		case 2:		/* offset */
-			v = uleb(&p, end);
+			v = dwarf_uleb(&p, end);
 			if (low < NREGS)
 				fr->r[low] = (struct rule){ R_OFFSET, (int64_t)v * c->data_align };
 			continue;
@@ -321,30 +255,30 @@ static void run_insns(const uint8_t *p, const uint8_t *end, const struct cie *c,
 		}
 		switch (op) {
 		case 0x00: break;
-		case 0x01: return;	/* set_loc: not emitted for x86-64 */
+		case 0x01: return;	/* set_loc: compilers emit advance_loc */
 		case 0x02: loc += *p++ * c->code_align; break;
 		case 0x03: { uint16_t d; memcpy(&d, p, 2); p += 2; loc += d * c->code_align; break; }
 		case 0x04: { uint32_t d; memcpy(&d, p, 4); p += 4; loc += d * c->code_align; break; }
 		case 0x05: case 0x11: case 0x14:	/* offset_extended(_sf), val_offset */
-			reg = uleb(&p, end);
-			v = op == 0x11 ? (uint64_t)(sleb(&p, end) * c->data_align) :
-			    uleb(&p, end) * (uint64_t)c->data_align;
+			reg = dwarf_uleb(&p, end);
+			v = op == 0x11 ? (uint64_t)(dwarf_sleb(&p, end) * c->data_align) :
+			    dwarf_uleb(&p, end) * (uint64_t)c->data_align;
 			if (reg < NREGS)
 				fr->r[reg] = (struct rule){ op == 0x14 ? R_OTHER : R_OFFSET, (int64_t)v };
 			break;
 		case 0x06:	/* restore_extended */
-			reg = uleb(&p, end);
+			reg = dwarf_uleb(&p, end);
 			if (reg < NREGS && init)
 				fr->r[reg] = init->r[reg];
 			break;
 		case 0x07: case 0x08:	/* undefined, same_value */
-			reg = uleb(&p, end);
+			reg = dwarf_uleb(&p, end);
 			if (reg < NREGS)
 				fr->r[reg].how = op == 0x07 ? R_UNDEF : R_SAME;
 			break;
 		case 0x09:	/* register */
-			reg = uleb(&p, end);
-			uleb(&p, end);
+			reg = dwarf_uleb(&p, end);
+			dwarf_uleb(&p, end);
 			if (reg < NREGS)
 				fr->r[reg].how = R_OTHER;
 			break;
@@ -357,34 +291,34 @@ static void run_insns(const uint8_t *p, const uint8_t *end, const struct cie *c,
 				*fr = stack[--depth];
 			break;
 		case 0x0c:
-			fr->cfa_reg = (int)uleb(&p, end);
-			fr->cfa_off = (int64_t)uleb(&p, end);
+			fr->cfa_reg = (int)dwarf_uleb(&p, end);
+			fr->cfa_off = (int64_t)dwarf_uleb(&p, end);
 			fr->cfa_expr = false;
 			break;
-		case 0x0d: fr->cfa_reg = (int)uleb(&p, end); fr->cfa_expr = false; break;
-		case 0x0e: fr->cfa_off = (int64_t)uleb(&p, end); break;
+		case 0x0d: fr->cfa_reg = (int)dwarf_uleb(&p, end); fr->cfa_expr = false; break;
+		case 0x0e: fr->cfa_off = (int64_t)dwarf_uleb(&p, end); break;
 		case 0x0f:	/* def_cfa_expression */
-			v = uleb(&p, end);
+			v = dwarf_uleb(&p, end);
 			p += v;
 			fr->cfa_expr = true;
 			break;
 		case 0x10: case 0x16:	/* expression, val_expression */
-			reg = uleb(&p, end);
-			v = uleb(&p, end);
+			reg = dwarf_uleb(&p, end);
+			v = dwarf_uleb(&p, end);
 			p += v;
 			if (reg < NREGS)
 				fr->r[reg].how = R_OTHER;
 			break;
 		case 0x12:
-			fr->cfa_reg = (int)uleb(&p, end);
-			fr->cfa_off = sleb(&p, end) * c->data_align;
+			fr->cfa_reg = (int)dwarf_uleb(&p, end);
+			fr->cfa_off = dwarf_sleb(&p, end) * c->data_align;
 			fr->cfa_expr = false;
 			break;
-		case 0x13: fr->cfa_off = sleb(&p, end) * c->data_align; break;
-		case 0x2e: uleb(&p, end); break;	/* GNU_args_size */
+		case 0x13: fr->cfa_off = dwarf_sleb(&p, end) * c->data_align; break;
+		case 0x2e: dwarf_uleb(&p, end); break;	/* GNU_args_size */
 		case 0x2f:	/* GNU_negative_offset_extended */
-			reg = uleb(&p, end);
-			v = uleb(&p, end);
+			reg = dwarf_uleb(&p, end);
+			v = dwarf_uleb(&p, end);
 			if (reg < NREGS)
 				fr->r[reg] = (struct rule){ R_OFFSET, -(int64_t)v * c->data_align };
 			break;
@@ -423,11 +357,11 @@ static int rules_at(struct ehf *e, uint64_t pc, struct frame_rules *fr)
 		return -EINVAL;
 	p = e->data + f->off + 8;
 	end = e->data + f->off + 4 + len;
-	if (eh_ptr(&p, end, c.fde_enc, e->addr + (uint64_t)(p - e->data), &start) ||
-	    eh_ptr(&p, end, c.fde_enc & 0x0f, 0, &range))
+	if (dwarf_eh_pointer(&p, end, c.fde_enc, e->addr + (uint64_t)(p - e->data), 0, &start) ||
+	    dwarf_eh_pointer(&p, end, c.fde_enc & 0x0f, 0, 0, &range))
 		return -EINVAL;
 	if (c.aug_z)
-		p += uleb(&p, end);
+		p += dwarf_uleb(&p, end);
 	memset(fr, 0, sizeof(*fr));
 	run_insns(c.insns, c.insns_end, &c, start, UINT64_MAX, fr, NULL);
 	init = *fr;
@@ -439,11 +373,15 @@ static int rules_at(struct ehf *e, uint64_t pc, struct frame_rules *fr)
 /* The walk                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static bool read_u64(const struct rec_stack *s, uint64_t at, uint64_t *v)
+/* The word at address at, if it is in the copy of the stack. */
+static bool read_word(const struct rec_stack *s, uint64_t at, uint64_t *v)
 {
-	if (at < s->sp || at + 8 > s->sp + s->len)
+	unsigned long w;
+
+	if (at < s->sp || at + sizeof(w) > s->sp + s->len)
 		return false;
-	memcpy(v, (const char *)(s + 1) + (at - s->sp), 8);
+	memcpy(&w, (const char *)(s + 1) + (at - s->sp), sizeof(w));
+	*v = w;
 	return true;
 }
 
@@ -468,10 +406,10 @@ int unwind_stack(struct objmaps *m, int pid, uint64_t ts, const struct rec_stack
 		    (fr.cfa_reg == TOOL_DWARF_SP || fr.cfa_reg == TOOL_DWARF_FP) &&
 		    fr.r[TOOL_DWARF_RA].how == R_OFFSET) {
 			cfa = (fr.cfa_reg == TOOL_DWARF_SP ? sp : fp) + (uint64_t)fr.cfa_off;
-			if (!read_u64(s, cfa + (uint64_t)fr.r[TOOL_DWARF_RA].off, &ra))
+			if (!read_word(s, cfa + (uint64_t)fr.r[TOOL_DWARF_RA].off, &ra))
 				break;
 			if (fr.r[TOOL_DWARF_FP].how == R_OFFSET &&
-			    !read_u64(s, cfa + (uint64_t)fr.r[TOOL_DWARF_FP].off, &fp))
+			    !read_word(s, cfa + (uint64_t)fr.r[TOOL_DWARF_FP].off, &fp))
 				break;
 			if (cfa <= sp)
 				break;
@@ -484,10 +422,10 @@ int unwind_stack(struct objmaps *m, int pid, uint64_t ts, const struct rec_stack
 			 * chain, if the code keeps one. */
 			uint64_t nfp;
 
-			if (fp <= sp || !read_u64(s, fp + TOOL_FP_SAVED_RA, &ra) ||
-			    !read_u64(s, fp + TOOL_FP_SAVED_FP, &nfp))
+			if (fp <= sp || !read_word(s, fp + TOOL_FP_SAVED_RA, &ra) ||
+			    !read_word(s, fp + TOOL_FP_SAVED_FP, &nfp))
 				break;
-			sp = fp + TOOL_FP_SAVED_RA + 8;
+			sp = fp + TOOL_FP_SAVED_RA + sizeof(unsigned long);
 			fp = nfp;
 			pc = ra;
 		}

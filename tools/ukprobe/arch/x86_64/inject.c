@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * inject_arch_x86_64.c - the x86-64 part of inject.h: registers through
+ * inject.c - the x86-64 part of inject.h (tool_arch.h): registers through
  * PTRACE_GETREGS, the extended state (x87, SSE, AVX, AVX-512) through
  * PTRACE_GETREGSET NT_X86_XSTATE, SysV calls.
  *
