@@ -83,8 +83,10 @@ Test(attach, attach_again_and_return_probes)
 
 Test(attach, refusals_leave_the_process_untouched)
 {
-	/* Another tracer is there; another user's process; no such process:
-	 * one line each, exit 1, and nothing loaded in the process. */
+	/* Another tracer is there; another user's process; no such process;
+	 * a seccomp filter; SIGTRAP blocked: one line each, exit 1, and
+	 * nothing loaded in the process.  (Yama's ptrace_scope is not
+	 * tested: not every kernel has Yama, and it is the machine's.) */
 	struct res r = sh(
 		"strace -o /dev/null -p $W 2>/dev/null &\nS=$!\n"
 		"waitfor 'grep -q \"TracerPid:[[:space:]]*$S\" /proc/$W/status'\n"
@@ -95,7 +97,14 @@ Test(attach, refusals_leave_the_process_untouched)
 		"$U trace -p $W -e 'p:waiter:target' 2>e2; echo user=$?\n"
 		"$U trace -p 999999999 -e 'p:waiter:target' 2>e3; echo none=$?\n"
 		"grep -c libukprobe /proc/$W/maps; echo four >&3\n"
-		"finish\ncat e1 e2 e3");
+		"for how in seccomp blocktrap; do\n"
+		"  $P/restricted $how sleep 100 & R=$!\n"
+		"  waitfor 'grep -q sleep /proc/$R/comm'\n"
+		"  $U trace -p $R -e 'p:libc.so.6:nanosleep' 2>>e4; echo $how=$?\n"
+		"  echo $how-maps=$(grep -c libukprobe /proc/$R/maps)\n"
+		"  kill $R; wait $R 2>/dev/null\n"
+		"done\n"
+		"finish\ncat e1 e2 e3 e4");
 
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "traced=1\n") && strstr(r.out, "user=1\n") &&
@@ -103,10 +112,16 @@ Test(attach, refusals_leave_the_process_untouched)
 	cr_assert(strstr(r.out, "is already traced by ") && strstr(r.out, "(strace)"), "%s", r.out);
 	cr_assert(strstr(r.out, "belongs to uid 0, and you are uid 65534"), "%s", r.out);
 	cr_assert(strstr(r.out, "no process 999999999"), "%s", r.out);
+	/* A seccomp filter, a thread that blocks SIGTRAP. */
+	cr_assert(strstr(r.out, "seccomp=1\n") && strstr(r.out, "blocktrap=1\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "seccomp-maps=0\n") && strstr(r.out, "blocktrap-maps=0\n"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "(sleep) runs under a seccomp filter: "), "%s", r.out);
+	cr_assert(strstr(r.out, "(sleep) blocks SIGTRAP: "), "%s", r.out);
 	cr_assert(strstr(r.out, "\n0\n"), "libukprobe loaded: %s", r.out);
 	cr_assert(strstr(r.out, "wstatus=0\n"), "%s", r.out);
 	/* One line each. */
-	cr_assert_eq(count(r.out, "ukprobe: "), 3, "%s", r.out);
+	cr_assert_eq(count(r.out, "ukprobe: "), 5, "%s", r.out);
 }
 
 Test(attach, list_enable_disable_optimization_of_a_running_process)

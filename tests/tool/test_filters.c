@@ -60,7 +60,7 @@ Test(filters, bad_filters_get_a_caret)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Counts keyed (-c --by)                                                    */
+/* Counts, histograms and latency keyed (--by)                               */
 /* ------------------------------------------------------------------------ */
 
 Test(filters, counts_by_tid_comm_pid_and_argument)
@@ -94,6 +94,69 @@ Test(filters, counts_by_tid_comm_pid_and_argument)
 	r = sh("$U trace -c --by nosuch -e 'p:threads:target' -- $P/threads 1 1");
 	cr_assert_eq(r.status, 2);
 	cr_assert(strstr(r.err, "--by nosuch: not tid, pid, comm"), "%s", r.err);
+}
+
+/*
+ * Histograms and latency keyed as counts are: --hist NAME --by KEY (one
+ * @NAME[EVENT, KEY]: histogram each, as bpftrace's @[comm] = hist(arg)),
+ * ukprobe latency --by KEY (one funclatency table each), live and from a
+ * recording, text and JSON.
+ */
+Test(filters, histograms_and_latency_by_key)
+{
+	/* 3 threads named worker-0..2 call target(0..4): per thread, 0, 1,
+	 * two in [2, 4) and one in [4, 8). */
+	static const char rows[] =
+		"[0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"
+		"[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"
+		"[2, 4)                 2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+		"[4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n";
+	struct res r = sh("$U trace --hist i --by comm -e 'p:threads:target i=%%di:s64' "
+			  "-- $P/threads 3 5");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (int i = 0; i < 3; i++) {
+		char want[512];
+
+		snprintf(want, sizeof(want), "@i[p_target_0, worker-%d]:\n%s", i, rows);
+		cr_assert(strstr(r.err, want), "%s", r.err);
+	}
+	/* Keyed, the unkeyed histogram is not printed besides. */
+	cr_assert(!strstr(r.err, "@i:"), "%s", r.err);
+	/* Counts and histograms keyed at once, JSON. */
+	r = sh("$U trace -c --hist i --by comm --format json "
+	       "-e 'p:threads:target i=%%di:s64' -- $P/threads 1 2");
+	cr_assert(strstr(r.err, "{\"type\":\"counts\",\"by\":[\"comm\"],\"counts\":[{\"event\":"
+			 "\"p_target_0\",\"key\":{\"comm\":\"worker-0\"},\"count\":2}]}\n"), "%s", r.err);
+	cr_assert(strstr(r.err, "{\"type\":\"hist\",\"name\":\"i\",\"event\":\"p_target_0\","
+			 "\"key\":{\"comm\":\"worker-0\"},\"count\":2,\"buckets\":[{\"min\":0,"
+			 "\"max\":0,\"count\":1},{\"min\":1,\"max\":1,\"count\":1}]}\n"), "%s", r.err);
+	/* Latency per thread name: one table each, 5 calls. */
+	r = sh("$U latency --by comm threads:target -- $P/threads 3 5");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (int i = 0; i < 3; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "threads:target [comm=worker-%d]\n", i);
+		cr_assert(strstr(r.err, want), "%s", r.err);
+	}
+	cr_assert_eq(count(r.err, ", count: 5\n"), 3, "%s", r.err);
+	cr_assert(!strstr(r.err, "threads:target\n"), "%s", r.err);
+	/* From a recording: keyed as it was recorded, or afterwards. */
+	r = sh("$U latency -o $T/l.ukp --by comm threads:target -- $P/threads 2 4 && "
+	       "$U report --format json $T/l.ukp && $U report --by tid $T/l.ukp");
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "{\"type\":\"latency\",\"function\":\"threads:target\","
+			 "\"key\":{\"comm\":\"worker-1\"},\"unit\":\"nsecs\",\"count\":4,"), "%s", r.out);
+	cr_assert_eq(count(r.out, "threads:target [tid="), 2, "%s", r.out);
+	/* What cannot be keyed. */
+	r = sh("$U latency --by stack threads:target -- $P/threads 1 1");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "latency --by stack: tid, pid or comm"), "%s", r.err);
+	r = sh("$U trace --by comm -e 'p:threads:target' -- $P/threads 1 1");
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "--by keys counts or histograms: with -c or --hist NAME"), "%s",
+		  r.err);
 }
 
 /* ------------------------------------------------------------------------ */

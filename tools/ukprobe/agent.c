@@ -240,16 +240,6 @@ static int resolve_cb(const char *obj, const char *sym, unsigned long *addr)
 	return lobjs_resolve(obj, sym, addr);
 }
 
-static bool arg_matches(const struct tev *t, const struct pe_arg *a, const char *want)
-{
-	const char *dot = strpbrk(want, ".:");
-
-	if (!dot)
-		return !strcmp(a->name, want);
-	return strlen(t->ev.event) == (size_t)(dot - want) &&
-	       !strncmp(t->ev.event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
-}
-
 static int setup_events(const char *defs, const char *hists)
 {
 	char *copy = strdup(defs), *save = NULL;
@@ -301,7 +291,7 @@ static int setup_events(const char *defs, const char *hists)
 			if (h >= nh)
 				continue;
 			for (int i = 0; i < t->ev.nargs; i++) {
-				if (arg_matches(t, &t->ev.args[i], hnames[h])) {
+				if (pe_arg_matches(&t->ev, &t->ev.args[i], hnames[h])) {
 					t->hist_arg[h] = (int8_t)i;
 					t->any_hist = true;
 					break;

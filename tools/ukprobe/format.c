@@ -69,6 +69,50 @@ void fmt_fini(struct fmt_ctx *c)
 	free(c->named);
 	c->named = NULL;
 	c->nnamed = c->capnamed = 0;
+	agg_free(c->agg);
+	agg_free(c->lagg);
+	agg_free(c->folded);
+	for (int h = 0; h < c->nhagg; h++)
+		agg_free(c->hagg[h]);
+	c->agg = c->lagg = c->folded = NULL;
+	c->nhagg = 0;
+}
+
+int fmt_maps_init(struct fmt_ctx *c, const struct fmt_maps *m, char *err, size_t errlen)
+{
+	struct agg_spec s = { .keys = m->by, .kind = AGG_COUNT };
+
+	if (m->count && !(c->agg = agg_new(&s, c->evs, c->nevs, err, errlen)))
+		return -1;
+	if (!m->by)
+		return 0;
+	s.kind = AGG_HIST;
+	for (int h = 0; h < m->nhists && h < UKS_MAX_HISTS; h++) {
+		s.name = m->hists[h];
+		if (!(c->hagg[c->nhagg] = agg_new(&s, c->evs, c->nevs, err, errlen)))
+			return -1;
+		c->nhagg++;
+	}
+	s = (struct agg_spec){ .keys = m->by, .kind = AGG_LATENCY, .unit_div = m->unit_div,
+			       .unit = m->unit };
+	if (m->latency && !(c->lagg = agg_new(&s, c->evs, c->nevs, err, errlen)))
+		return -1;
+	return 0;
+}
+
+bool fmt_maps_any(const struct fmt_ctx *c)
+{
+	return c->agg || c->nhagg || c->lagg;
+}
+
+void fmt_maps_print(struct fmt_ctx *c, FILE *out, bool json)
+{
+	if (c->agg)
+		agg_print(c->agg, out, json);
+	for (int h = 0; h < c->nhagg; h++)
+		agg_print(c->hagg[h], out, json);
+	if (c->lagg)
+		agg_print(c->lagg, out, json);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -295,6 +339,37 @@ struct agg_ctx {
 	char buf[4096];
 };
 
+/* An argument's value as a number, as fetch.c stored it (little endian,
+ * in the type's size); false if it faulted. */
+static bool agg_argnum(void *p, int i, int64_t *v, bool *is_signed)
+{
+	struct agg_ctx *a = p;
+	const struct arg_view *av;
+	uint64_t u = 0;
+	int n;
+
+	if (i >= a->nav)
+		return false;
+	av = &a->av[i];
+	n = av->used;
+	if (n <= 0 || n > 8)
+		return false;
+	for (int k = 0; k < n; k++)
+		u |= (uint64_t)(unsigned char)av->data[k] << (8 * k);
+	switch (a->ev->args[i].type) {
+	case PE_S8: case PE_S16: case PE_S32: case PE_S64:
+		*is_signed = true;
+		if (n < 8)
+			u = (uint64_t)((int64_t)(u << (64 - 8 * n)) >> (64 - 8 * n));
+		break;
+	default:
+		*is_signed = false;
+		break;
+	}
+	*v = (int64_t)u;
+	return true;
+}
+
 /* An argument's value as a key: as printed, strings without their quotes. */
 static const char *agg_argval(void *p, int i)
 {
@@ -363,15 +438,24 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 
 		if (stack)
 			stack_text(c, pid, r, stack, true, stk + w, sizeof(stk) - (size_t)w);
-		agg_add(c->folded, r->event, stk, pid, r->tid, comm, NULL, NULL, NULL);
+		struct agg_hit h = { .ev = r->event, .evname = stk, .pid = pid, .tid = r->tid,
+				     .comm = comm };
+
+		agg_add(c->folded, &h);
 		return;
 	}
 	if (stack)
 		stack_text(c, pid, r, stack, false, stk, sizeof(stk));
 	else
 		stk[0] = '\0';
-	if (c->agg) {
+	if (fmt_maps_any(c)) {
 		struct agg_ctx ac = { .ev = ev, .av = av, .nav = nav };
+		struct agg_hit h = {
+			.ev = r->event, .pid = pid, .tid = r->tid, .comm = comm,
+			.has_duration = r->kind == REC_RETURN && r->entry_ts && r->ts >= r->entry_ts,
+			.duration = r->ts - r->entry_ts,
+			.argval = agg_argval, .argnum = agg_argnum, .ctx = &ac,
+		};
 		char *keyed = NULL;
 
 		/* A stack as a map key: frames indented, one a line. */
@@ -383,8 +467,21 @@ static void format_hit(struct fmt_ctx *c, int pid, const struct rec *r)
 			if (keyed && *keyed && keyed[strlen(keyed) - 1] == '\n')
 				keyed[strlen(keyed) - 1] = '\0';
 		}
-		agg_add(c->agg, r->event, event_name(c, ev, pid, r), pid, r->tid, comm, keyed,
-			agg_argval, &ac);
+		h.stack = keyed;
+		h.evname = event_name(c, ev, pid, r);
+		if (c->agg)
+			agg_add(c->agg, &h);
+		for (int i = 0; i < c->nhagg; i++)
+			agg_add(c->hagg[i], &h);
+		if (c->lagg) {
+			/* As the unkeyed table names it: OBJ:SYM (a glob's
+			 * probes: their functions). */
+			snprintf(func, sizeof(func), "%s%s%s", ev->object, ev->object[0] ? ":" : "",
+				 ev->multi ? objmaps_symbolize(c->maps, pid, r->ts, r->ip, false) :
+				 ev->symbol);
+			h.func = func;
+			agg_add(c->lagg, &h);
+		}
 		free(keyed);
 	}
 	if (c->quiet)

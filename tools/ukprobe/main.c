@@ -56,6 +56,7 @@
 /* Rings in the pool: threads (and processes, one each for their
  * descriptions) recording at once; those of exited threads are reused. */
 #define DEFAULT_RINGS	1024
+#define DEFAULT_BUFSIZE	(1024 * 1024)	/* per thread, when records are written */
 #define AUDIT_NAME	"libukprobe-audit.so"
 
 /* ------------------------------------------------------------------------ */
@@ -104,8 +105,9 @@ static const char usage_trace[] =
 "                         (instead of the events, unless --events)\n"
 "  -H, --hist NAME        log2 histogram of the argument NAME (or EVENT.NAME)\n"
 "                         (repeatable; instead of the events, unless --events)\n"
-"      --by KEY[,KEY]     with -c: counts per tid, pid, comm, argument NAME,\n"
-"                         or stack, as bpftrace's @[tid] = count()\n"
+"      --by KEY[,KEY]     -c counts and --hist histograms per tid, pid, comm,\n"
+"                         argument NAME, or stack, as bpftrace's\n"
+"                         @[tid] = count() and @[tid] = hist(arg)\n"
 "      --stack[=BYTES]    the user stack of each event (frame pointers, else\n"
 "                         .eh_frame), printed under it; with -c, hits per\n"
 "                         stack; --format folded for flame graphs\n"
@@ -140,6 +142,8 @@ static const char usage_latency[] =
 "      --format FMT       text (default) or json\n"
 "  -F, --follow-fork      time the calls in children too\n"
 "  -p, --pid PID          a running process (Ctrl-C detaches)\n"
+"      --by KEY[,KEY]     one histogram per tid, pid or comm, as bpftrace's\n"
+"                         @[tid] = hist(...)\n"
 "      --duration SECS    with -p: detach after SECS seconds\n"
 "  -h, --help             this text\n"
 "\n"
@@ -583,28 +587,6 @@ static void print_event_error(const struct run_opts *o, int i, const struct uks_
 	}
 }
 
-static bool numeric(const struct pe_arg *a)
-{
-	if (a->array_len)
-		return false;
-	switch (a->type) {
-	case PE_STRING: case PE_USTRING: case PE_SYMSTR:
-		return false;
-	default:
-		return true;
-	}
-}
-
-static bool hist_matches(const struct pe_event *ev, const struct pe_arg *a, const char *want)
-{
-	const char *dot = strpbrk(want, ".:");
-
-	if (!dot)
-		return !strcmp(a->name, want);
-	return strlen(ev->event) == (size_t)(dot - want) &&
-	       !strncmp(ev->event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
-}
-
 /* Warnings: never silent about what was not traced. */
 static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *evs, int status)
 {
@@ -677,6 +659,16 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 		fprintf(stderr, "ukprobe: %llu writes of the output failed\n",
 			(unsigned long long)atomic_load(&shm->write_errors));
 	return never;
+}
+
+/* The summaries from the shared counters: those no keyed map replaces. */
+static struct summary_opts summary_of(struct run_opts *o, const struct fmt_ctx *fc)
+{
+	return (struct summary_opts){
+		.count = o->count && !fc->agg, .hists = o->hists,
+		.nhists = fc->nhagg ? 0 : o->nhists, .latency = o->latency && !fc->lagg,
+		.unit_div = o->unit_div, .unit = o->unit,
+	};
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -758,9 +750,9 @@ static int run(struct run_opts *o)
 
 		for (int i = 0; i < o->defs.n; i++)
 			for (int a = 0; a < evs[i].nargs; a++)
-				if (hist_matches(&evs[i], &evs[i].args[a], o->hists[h])) {
+				if (pe_arg_matches(&evs[i], &evs[i].args[a], o->hists[h])) {
 					found = true;
-					ok &= numeric(&evs[i].args[a]);
+					ok &= pe_arg_numeric(&evs[i].args[a]);
 				}
 		if (!found) {
 			tool_err("--hist %s: no definition has an argument of that name", o->hists[h]);
@@ -907,19 +899,23 @@ static int run(struct run_opts *o)
 	objmaps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, o->defs.n, objmaps);
 	if ((o->by || per_probe_counts) && fmt != FMT_UKP) {
+		struct fmt_maps m = {
+			.by = o->by, .count = o->count, .hists = o->hists, .nhists = o->nhists,
+			.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
+		};
 		char why[256];
 
-		fc.agg = agg_new(o->by, evs, o->defs.n, why, sizeof(why));
-		if (!fc.agg) {
+		if (fmt_maps_init(&fc, &m, why, sizeof(why))) {
 			tool_err("%s", why);
 			return 2;
 		}
 		fc.quiet = !o->events;
 	}
 	if (fmt == FMT_FOLDED) {
+		struct agg_spec s = { .kind = AGG_COUNT };
 		char why[64];
 
-		fc.folded = agg_new(NULL, evs, o->defs.n, why, sizeof(why));
+		fc.folded = agg_new(&s, evs, o->defs.n, why, sizeof(why));
 		if (!fc.folded)
 			return 2;
 	}
@@ -943,13 +939,9 @@ static int run(struct run_opts *o)
 		unlink(shm_path);
 		fmt_end(&fc);
 		if (r == 0) {
-			struct summary_opts so = {
-				.count = o->count && !fc.agg, .hists = o->hists, .nhists = o->nhists,
-				.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
-			};
+			struct summary_opts so = summary_of(o, &fc);
 
-			if (fc.agg)
-				agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
+			fmt_maps_print(&fc, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 			if (fmt == FMT_UKP)
 				ukp_write_summary(out_fd, shm);
 			else
@@ -1078,13 +1070,9 @@ exec:
 			fprintf(stderr, "ukprobe: %s: the recording; see it with ukprobe report %s\n",
 				o->output, o->output);
 	} else {
-		struct summary_opts so = {
-			.count = o->count && !fc.agg, .hists = o->hists, .nhists = o->nhists,
-			.latency = o->latency, .unit_div = o->unit_div, .unit = o->unit,
-		};
+		struct summary_opts so = summary_of(o, &fc);
 
-		if (fc.agg)
-			agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
+		fmt_maps_print(&fc, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 		report_summaries(fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON, shm, evs,
 				 o->defs.n, &so);
 	}
@@ -1180,7 +1168,7 @@ static int cmd_trace(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct run_opts o = { .bufsize = 1024 * 1024, .nrings = DEFAULT_RINGS };
+	struct run_opts o = { .bufsize = DEFAULT_BUFSIZE, .nrings = DEFAULT_RINGS };
 	bool force_events = false;
 	int c;
 
@@ -1252,8 +1240,9 @@ static int cmd_trace(int argc, char **argv)
 		snprintf(by, sizeof(by), "%s%sstack", o.by ? o.by : "", o.by ? "," : "");
 		o.by = by;
 	}
-	if (o.by && !o.count) {
-		tool_err("--by counts: with -c (ukprobe trace -c --by KEY)");
+	if (o.by && !o.count && !o.nhists) {
+		tool_err("--by keys counts or histograms: with -c or --hist NAME "
+			 "(ukprobe trace -c --by KEY)");
 		return 2;
 	}
 	o.argv = argv + optind;
@@ -1270,6 +1259,7 @@ static int cmd_latency(int argc, char **argv)
 		{ "follow-fork", no_argument, NULL, 'F' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'D' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1293,6 +1283,11 @@ static int cmd_latency(int argc, char **argv)
 		case 'o': o.output = optarg; break;
 		case 'T': o.format = optarg; break;
 		case 'F': o.follow = true; break;
+		case 'B':
+			/* Keyed from the records: room for them. */
+			o.by = optarg;
+			o.bufsize = DEFAULT_BUFSIZE;
+			break;
 		case 'v': o.verbose = true; break;
 		case 'h':
 			print_usage("latency", stdout);
@@ -1317,6 +1312,16 @@ static int cmd_latency(int argc, char **argv)
 	if (!o.defs.n) {
 		print_usage("latency", stderr);
 		return 2;
+	}
+	if (o.by) {
+		char keys[256], *save = NULL;
+
+		snprintf(keys, sizeof(keys), "%s", o.by);
+		for (char *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save))
+			if (strcmp(k, "tid") && strcmp(k, "pid") && strcmp(k, "comm")) {
+				tool_err("latency --by %s: tid, pid or comm", k);
+				return 2;
+			}
 	}
 	if (i < argc)
 		i++;

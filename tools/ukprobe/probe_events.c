@@ -319,6 +319,28 @@ const char *pe_type_name(enum pe_type t)
 	return "?";
 }
 
+bool pe_arg_matches(const struct pe_event *ev, const struct pe_arg *a, const char *want)
+{
+	const char *dot = strpbrk(want, ".:");
+
+	if (!dot)
+		return !strcmp(a->name, want);
+	return strlen(ev->event) == (size_t)(dot - want) &&
+	       !strncmp(ev->event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
+}
+
+bool pe_arg_numeric(const struct pe_arg *a)
+{
+	if (a->array_len)
+		return false;
+	switch (a->type) {
+	case PE_STRING: case PE_USTRING: case PE_SYMSTR:
+		return false;
+	default:
+		return true;
+	}
+}
+
 int pe_arg_type_str(const struct pe_arg *a, char *out, size_t len)
 {
 	int n;

@@ -233,4 +233,11 @@ const char *pe_type_name(enum pe_type t);
  * the length as snprintf. */
 int pe_arg_type_str(const struct pe_arg *a, char *out, size_t len);
 
+/* Does want ("NAME", or "EVENT.NAME" / "EVENT:NAME") name argument a of
+ * ev?  How --hist and --by name an argument. */
+bool pe_arg_matches(const struct pe_event *ev, const struct pe_arg *a, const char *want);
+
+/* Can a's values be binned or compared as numbers (not strings, arrays)? */
+bool pe_arg_numeric(const struct pe_arg *a);
+
 #endif

@@ -32,6 +32,8 @@ void report_summaries(FILE *out, bool json, const struct uks *shm,
  * the first to the last non-empty bucket. */
 void report_hist(FILE *out, const char *name, const struct uks_hist *h);
 void report_hist_json(FILE *out, const char *name, const struct uks_hist *h);
+/* Its members without braces: "count":N,"buckets":[...] */
+void report_hist_json_body(FILE *out, const struct uks_hist *h);
 
 /* bcc's funclatency: "     nsecs : count  distribution" and the
  * "avg = ..." line; unit_div 1 (nsecs), 1000 (usecs), 1000000 (msecs). */
@@ -39,5 +41,8 @@ void report_latency(FILE *out, const char *func, const struct uks_hist *h,
 		    unsigned long long unit_div, const char *unit);
 void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
 			 unsigned long long unit_div, const char *unit);
+/* Its members without braces: "unit":...,"count":N,...,"buckets_ns":[...] */
+void report_latency_json_body(FILE *out, const struct uks_hist *h, unsigned long long unit_div,
+			      const char *unit);
 
 #endif

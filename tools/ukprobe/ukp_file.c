@@ -241,9 +241,10 @@ int cmd_report(int argc, char **argv, const char *usage)
 	maps = objmaps_new();
 	fmt_init(&fc, (enum out_format)fmt, out, evs, f.defs.n, maps);
 	if (fmt == FMT_FOLDED) {
+		struct agg_spec s = { .kind = AGG_COUNT };
 		char why[64];
 
-		fc.folded = agg_new(NULL, evs, f.defs.n, why, sizeof(why));
+		fc.folded = agg_new(&s, evs, f.defs.n, why, sizeof(why));
 		f.events = true;
 	}
 	sym_demangle_may_load(true);
@@ -251,10 +252,16 @@ int cmd_report(int argc, char **argv, const char *usage)
 		if (evs[i].multi && f.count)
 			per_probe = true;
 	if (by || f.by || per_probe) {
+		/* Counts are keyed when the recording counted, or when it has
+		 * nothing else to key. */
+		struct fmt_maps m = {
+			.by = by ? by : f.by, .count = f.count || per_probe || (!f.nhists && !f.latency),
+			.hists = f.hists, .nhists = f.nhists, .latency = f.latency,
+			.unit_div = f.unit_div, .unit = f.unit,
+		};
 		char why[256];
 
-		fc.agg = agg_new(by ? by : f.by, evs, f.defs.n, why, sizeof(why));
-		if (!fc.agg) {
+		if (fmt_maps_init(&fc, &m, why, sizeof(why))) {
 			tool_err("%s", why);
 			return 2;
 		}
@@ -316,18 +323,18 @@ int cmd_report(int argc, char **argv, const char *usage)
 	}
 	qsort(v, n, sizeof(*v), cmp_ent);
 	fmt_begin(&fc);
-	if (f.events || fc.agg)
+	if (f.events || fmt_maps_any(&fc))
 		for (size_t i = 0; i < n; i++)
 			fmt_record(&fc, v[i].pid, v[i].r);
 	if (lost_outside)
 		fmt_lost(&fc, 0, 0, n ? v[n - 1].ts : 0, lost_outside);
 	fmt_end(&fc);
-	if (fc.agg)
-		agg_print(fc.agg, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
+	fmt_maps_print(&fc, fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON);
 	if (f.summary) {
 		struct summary_opts so = {
-			.count = f.count && !fc.agg, .hists = f.hists, .nhists = f.nhists,
-			.latency = f.latency, .unit_div = f.unit_div, .unit = f.unit,
+			.count = f.count && !fc.agg, .hists = f.hists,
+			.nhists = fc.nhagg ? 0 : f.nhists, .latency = f.latency && !fc.lagg,
+			.unit_div = f.unit_div, .unit = f.unit,
 		};
 
 		report_summaries(fmt == FMT_PERFETTO ? stderr : out, fmt == FMT_JSON, f.summary,
