@@ -59,8 +59,8 @@ Test(attach, trace_then_detach_leaves_the_process_as_it_was)
 
 Test(attach, attach_again_and_return_probes)
 {
-	/* Two sessions one after the other (the agent stays loaded), the
-	 * second with a return probe and --duration. */
+	/* Three sessions one after the other (the agent stays loaded), the
+	 * second with a return probe and --duration, the third latency -p. */
 	struct res r = sh(
 		"$U trace -v -p $W -o t1 -e 'p:waiter:target n=%%di:s64' 2>err1 &\nUP=$!\n"
 		"waitfor 'grep -q attached err1'\n"
@@ -71,7 +71,11 @@ Test(attach, attach_again_and_return_probes)
 		"UP=$!\nwaitfor 'grep -q attached err2'\n"
 		"echo two >&3\n"
 		"wait $UP; echo u2=$?\n"
-		"echo three >&3\nfinish\ncat t1 t2 wout err1 err2");
+		"$U latency -v -p $W --duration 4 -o t3 waiter:target 2>err3 &\n"
+		"UP=$!\nwaitfor 'grep -q attached err3'\n"
+		"echo three >&3; echo four >&3\n"
+		"wait $UP; echo u3=$?\n"
+		"echo five >&3\nfinish\ncat t1 t2 t3 wout err1 err2 err3");
 
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "u1=0\n") && strstr(r.out, "u2=0\n"), "%s", r.out);
@@ -79,6 +83,11 @@ Test(attach, attach_again_and_return_probes)
 	cr_assert_eq(count(r.out, "p_target_0: (target+0x0/"), 1, "%s", r.out);
 	cr_assert_eq(count(r.out, "r_target_0: (main+"), 1, "%s", r.out);
 	cr_assert(strstr(r.out, "ret=4\n"), "%s", r.out);
+	/* latency -p: the two calls made while attached. */
+	cr_assert(strstr(r.out, "u3=0\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "waiter:target\n     nsecs "), "%s", r.out);
+	cr_assert(strstr(r.out, ", count: 2\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "done lines=6 "), "%s", r.out);
 }
 
 Test(attach, refusals_leave_the_process_untouched)
