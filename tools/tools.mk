@@ -45,6 +45,8 @@ UKP_AGENT_OBJS  := $(UKP_TOOL_OBJDIR)/agent.o $(UKP_TOOL_OBJDIR)/agent_env.o \
                    $(UKP_TOOL_OBJDIR)/handler.o \
                    $(UKP_TOOL_OBJDIR)/meta.o $(UKP_TOOL_OBJDIR)/agent_signals.o $(UKP_COMMON_OBJS)
 
+$(UKP_CLI_OBJS) $(UKP_AGENT_OBJS): | deps-check
+
 UKP_TOOL        := $(B)/ukprobe
 UKP_AGENT       := $(B)/libukprobe-agent.so
 UKP_AUDIT       := $(B)/libukprobe-audit.so
