@@ -22,7 +22,7 @@
 # outside (not linked with libukprobes).
 
 BENCH_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE $(UKP_INC) -Ibench/common -O2 -g
-BENCH_LIBS   := -lZydis -lelf -ldl -lm -lpthread
+BENCH_LIBS   := $(ARCH_LIBS) -lelf -ldl -lm -lpthread
 BENCH_COMMON := $(wildcard bench/common/*.c) $(wildcard bench/common/*.S)
 BENCH_HDRS   := $(wildcard bench/common/*.h) include/ukprobes.h
 BENCH_PROGS  := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
