@@ -71,7 +71,8 @@ void objmaps_free(struct objmaps *m)
 	free(m);
 }
 
-static struct oent *add(struct objmaps *m)
+/* A new entry of process pid, valid from ts on; NULL without memory. */
+static struct oent *add(struct objmaps *m, int pid, uint64_t ts)
 {
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 64;
@@ -83,6 +84,9 @@ static struct oent *add(struct objmaps *m)
 		m->cap = cap;
 	}
 	memset(&m->v[m->n], 0, sizeof(m->v[0]));
+	m->v[m->n].pid = pid;
+	m->v[m->n].from = ts;
+	m->v[m->n].to = UINT64_MAX;
 	return &m->v[m->n++];
 }
 
@@ -105,12 +109,9 @@ void objmaps_apply(struct objmaps *m, int pid, const struct rec *r)
 		for (size_t i = 0; i < m->n; i++)
 			if (m->v[i].pid == pid && m->v[i].to > r->ts)
 				m->v[i].to = r->ts;
-		o = add(m);
+		o = add(m, pid, r->ts);
 		if (!o)
 			return;
-		o->pid = pid;
-		o->from = r->ts;
-		o->to = UINT64_MAX;
 		o->is_exe = true;
 		o->path = strndup(body, blen);
 		o->base = o->path ? basename_of(o->path) : "?";
@@ -122,12 +123,9 @@ void objmaps_apply(struct objmaps *m, int pid, const struct rec *r)
 		if (nr < 0 || nr > MAX_RANGES || (size_t)nr * 16 > blen)
 			return;
 		plen = blen - (size_t)nr * 16;
-		o = add(m);
+		o = add(m, pid, r->ts);
 		if (!o)
 			return;
-		o->pid = pid;
-		o->from = r->ts;
-		o->to = UINT64_MAX;
 		o->bias = r->ip;
 		o->nranges = nr;
 		memcpy(o->ranges, body, (size_t)nr * 16);
