@@ -268,6 +268,22 @@ Test(ukprobe, sqlite3_prepare_in_library)
 	cr_assert_geq(count(r.out, ": (sqlite3_prepare_v2+0x0/"), 5, "%s", r.out);
 }
 
+/*
+ * A :symbol argument in a library without .symtab (Debian's libc): the
+ * caller is named from .dynsym (sym+0xoff/0xsize), or as obj+0xoffset
+ * where no symbol covers it, never as a raw address.
+ */
+Test(ukprobe, symbol_type_in_a_stripped_library)
+{
+	struct res r = sh("$U trace -e 'p:libc.so.6:strlen caller=+0($stack):symbol' -- "
+			  "$PY3 -c 'import os; os.getenv(\"HOME\")'");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_gt(count(r.err, " caller=getenv+0x"), 0, "%s", r.err);
+	cr_assert_gt(count(r.err, " caller="), 10, "%s", r.err);
+	cr_assert_eq(count(r.err, " caller=0x"), 0, "%s", r.err);
+}
+
 Test(ukprobe, python_exported_function)
 {
 	struct res r;
