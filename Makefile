@@ -113,7 +113,7 @@ LIB_A      := $(B)/libukprobes.a
 # Programs built against the in-tree library find it through this rpath.
 LINK_UKP   := -L$(B) -Wl,-rpath,$(abspath $(B)) -lukprobes
 
-.PHONY: all lib demo check bench install clean deps no-port
+.PHONY: all lib demo check bench install clean deps deps-check no-port
 all: lib tool
 lib: $(if $(ARCH_MK),,no-port) $(LIB_SO) $(LIB_A) $(B)/libukprobes.so
 
@@ -124,6 +124,21 @@ no-port:
 $(B)/%.o: %.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# Before the first compile, the dependencies' headers (libelf's, and the
+# port's: ARCH_DEP_HDRS of its arch.mk), or one message that says what to
+# run instead of the compiler's error about the first missing one.
+DEP_HDRS := libelf.h gelf.h $(ARCH_DEP_HDRS)
+$(LIB_OBJS): | deps-check
+deps-check:
+	@missing=; for h in $(DEP_HDRS); do \
+	  printf '#include <%s>\n' "$$h" | $(CC) $(CROSS_CFLAGS) -E -x c - -o /dev/null 2>/dev/null || \
+	    missing="$$missing $$h"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "ukprobes: missing headers:$$missing. Run 'make deps' (installs the Debian packages" \
+	       "$(DEB_PKGS); root or sudo), then make again." >&2; exit 1; \
+	fi
 
 $(B)/%.o: %.S $(wildcard src/arch/$(ARCH)/*.S.h)
 	@mkdir -p $(dir $@)

@@ -22,7 +22,7 @@
 # outside (not linked with libukprobes).
 
 BENCH_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE $(UKP_INC) -Ibench/common -O2 -g
-BENCH_LIBS   := -lZydis -lelf -ldl -lm -lpthread
+BENCH_LIBS   := $(ARCH_LIBS) -lelf -ldl -lm -lpthread
 BENCH_COMMON := $(wildcard bench/common/*.c) $(wildcard bench/common/*.S)
 BENCH_HDRS   := $(wildcard bench/common/*.h) include/ukprobes.h
 BENCH_PROGS  := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
@@ -85,6 +85,7 @@ bench-readme:
 	@mkdir -p bench/published
 	cp bench/results.json bench/published/results.json
 	@if [ -f bench/tracer.json ]; then cp bench/tracer.json bench/published/tracer.json; fi
+	@if [ -f bench/tracer_malloc.json ]; then cp bench/tracer_malloc.json bench/published/tracer_malloc.json; fi
 	@if [ -f bench/results.svg ]; then cp bench/results.svg bench/published/results.svg; \
 	else echo "make bench-readme: no bench/results.svg (gnuplot missing?)"; fi
 	python3 bench/report.py --json bench/published/results.json readme README.md --chart bench/published/results.svg

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# bench/tracer_rate.sh BUILD_DIR - the tracer's event rate (issue 6): a probe
-# with two fetched arguments on a hot function, traced to a file
-#   ukprobe      ukprobe trace -o FILE -e 'p:bench/ev workload:FN a=%di:u64 b=%si:x64'
-#                (the probe optimized, as by default)
-#   ukprobe-int3 the same with UKPROBES_OPTIMIZATION=0 (a breakpoint per hit)
+# bench/tracer_rate.sh BUILD_DIR - the tracer's event rate (issues 6, 15): a
+# probe with two fetched arguments on a hot function, traced to a file
+#   ukprobe      ukprobe trace -o FILE.ukp -e 'p:bench/ev workload:FN a=%di:u64 b=%si:x64'
+#                (default settings: the probe optimized, the records written
+#                as they are, formatted afterwards by ukprobe report)
+#   ukprobe-text the same into a text file (-o FILE: the command formats)
+#   ukprobe-int3 FILE.ukp with UKPROBES_OPTIMIZATION=0 (a breakpoint per hit)
 #   bpftrace     bpftrace -o FILE 'uprobe:workload:FN { printf("%d %x\n", arg0, arg1); }'
 # over the same workload (bench/workload, which times its own loop).
-# Events per second = event lines written / time (ukprobe: the whole traced
-# command, its writer's draining at exit included; bpftrace: the loop, which
+# Events per second = events written / time (ukprobe: the whole traced
+# command, until its last record is in the file; bpftrace: the loop, which
 # it cannot outrun); ns per traced call = the loop's wall time per call
-# minus the unprobed call's.  Events dropped (buffers full: counted and
-# reported by the tracer) are shown too: at full speed the program makes
-# events faster than one writer thread formats them.
+# minus the unprobed call's.  Events are counted in the files (ukprobe
+# report for FILE.ukp, not timed); lost = what the tracer says it lost
+# (ukprobe marks each loss in its output: [LOST N EVENTS]).  The ratio is
+# taken with lost events excluded: events written, not events made.
+# Then runs bench/tracer_malloc.sh (ukprobe against uftrace).
 # Prints a table and writes bench/tracer.json (or $BENCH_TRACER_OUT).
 set -u
 B=${1:-build}
@@ -38,12 +42,12 @@ base_ns() {
 	field wall_ns "$line"
 }
 
-# run_ukprobe NAME [ENV...]: one run; prints "events wall_ns_per_call drops
-# total_ns" (total: the whole traced command, the writer's draining at exit
-# included, so that a rate is never taken over a shorter time than it took
-# to write the events)
+# run_ukprobe FILE [ENV...]: one run; prints "events wall_ns_per_call lost
+# total_ns" (total: the whole traced command, until the command has written
+# the last record, so that a rate is never taken over a shorter time than
+# it took to write the events)
 run_ukprobe() {
-	local f=$tmp/ukp.txt line ev drops t0 t1
+	local f=$tmp/$1 line ev lost t0 t1
 	shift
 	rm -f "$f"
 	t0=$(date +%s%N)
@@ -52,9 +56,12 @@ run_ukprobe() {
 		-- "$W" push_rbp "$N" --warmup 0 2>"$tmp/ukp.err" | grep '^ok') || {
 		echo "n/a n/a n/a n/a"; return; }
 	t1=$(date +%s%N)
-	ev=$(grep -c ' ev: ' "$f" 2>/dev/null || echo 0)
-	drops=$(sed -nE 's/.* ([0-9]+) events? dropped.*/\1/p' "$tmp/ukp.err" | tail -n 1)
-	echo "$ev $(field wall_ns "$line") ${drops:-0} $((t1 - t0))"
+	case $f in
+	*.ukp) ev=$("$UKP" report "$f" 2>/dev/null | grep -c ' ev: ') ;;
+	*) ev=$(grep -c ' ev: ' "$f" 2>/dev/null) ;;
+	esac
+	lost=$(sed -nE 's/.* ([0-9]+) events? lost.*/\1/p' "$tmp/ukp.err" | tail -n 1)
+	echo "${ev:-0} $(field wall_ns "$line") ${lost:-0} $((t1 - t0))"
 }
 
 run_bpftrace() {
@@ -80,12 +87,14 @@ run_bpftrace() {
 [ -x "$W" ] && [ -x "$UKP" ] || { echo "tracer_rate: build $W and $UKP first" >&2; exit 1; }
 base=$(base_ns)
 declare -A rate cost drops
-for mech in ukprobe ukprobe-int3 bpftrace; do
+mechs="ukprobe ukprobe-text ukprobe-int3 bpftrace"
+for mech in $mechs; do
 	: >"$tmp/$mech.rates"; : >"$tmp/$mech.costs"; : >"$tmp/$mech.drops"
 	for ((i = 0; i < RUNS; i++)); do
 		case $mech in
-		ukprobe) r=$(run_ukprobe x UKPROBES_OPTIMIZATION=1) ;;
-		ukprobe-int3) r=$(run_ukprobe x UKPROBES_OPTIMIZATION=0) ;;
+		ukprobe) r=$(run_ukprobe ukp.ukp UKPROBES_OPTIMIZATION=1) ;;
+		ukprobe-text) r=$(run_ukprobe ukp.txt UKPROBES_OPTIMIZATION=1) ;;
+		ukprobe-int3) r=$(run_ukprobe ukp.ukp UKPROBES_OPTIMIZATION=0) ;;
 		bpftrace) r=$(run_bpftrace) ;;
 		esac
 		read -r ev wall dr total <<<"$r"
@@ -100,22 +109,26 @@ for mech in ukprobe ukprobe-int3 bpftrace; do
 done
 
 ratio=$(awk -v a="${rate[ukprobe]}" -v b="${rate[bpftrace]}" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.1f", a / b; else print "n/a" }')
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 printf '\ntracer: %s calls of %s with two fetched arguments, traced to a file (median of %s runs)\n' "$N" "$FN" "$RUNS"
-printf '%-14s %14s %16s %10s\n' mechanism "events/s" "ns/traced call" drops
-for mech in ukprobe ukprobe-int3 bpftrace; do
+printf 'on %s, %s CPUs, load %s\n' "$cpu" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-14s %14s %16s %10s\n' mechanism "events/s" "ns/traced call" lost
+for mech in $mechs; do
 	printf '%-14s %14s %16s %10s\n' "$mech" "${rate[$mech]}" "${cost[$mech]}" "${drops[$mech]}"
 done
-printf 'ukprobe / bpftrace events per second: %s (goal >= 10)\n' "$ratio"
+printf 'ukprobe / bpftrace events written per second: %s (goal >= 10, none lost)\n' "$ratio"
 
 {
 	printf '{"iterations": %s, "runs": %s, "function": "%s", "unprobed_call_ns": "%s",\n' "$N" "$RUNS" "$FN" "$base"
+	printf ' "cpu": "%s", "ncpus": %s,\n' "$cpu" "$(nproc)"
 	printf ' "rows": ['
 	sep=
-	for mech in ukprobe ukprobe-int3 bpftrace; do
-		printf '%s\n  {"name": "%s", "events_per_s": "%s", "ns_per_traced_call": "%s", "drops": "%s"}' \
+	for mech in $mechs; do
+		printf '%s\n  {"name": "%s", "events_per_s": "%s", "ns_per_traced_call": "%s", "lost": "%s"}' \
 			"$sep" "$mech" "${rate[$mech]}" "${cost[$mech]}" "${drops[$mech]}"
 		sep=,
 	done
 	printf '],\n "ratio_ukprobe_over_bpftrace": "%s"}\n' "$ratio"
 } >"$out"
 echo "tracer_rate: wrote $out"
+bash "$(dirname "$0")/tracer_malloc.sh" "$B"

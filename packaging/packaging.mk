@@ -34,7 +34,7 @@ $(B)/ukprobes.pc: FORCE
 	  echo 'Requires.private: libelf'; \
 	  echo 'Cflags: -I$${includedir}'; \
 	  echo 'Libs: -L$${libdir} -lukprobes'; \
-	  echo 'Libs.private: -lZydis -lelf -lpthread -ldl'; \
+	  echo 'Libs.private: $(ARCH_LIBS) -lelf -lpthread -ldl'; \
 	} > $@.tmp && mv $@.tmp $@
 
 install: lib $(B)/ukprobes.pc install-man

@@ -10,28 +10,42 @@
 #                     audit module in $(LIBDIR)/ukprobe/
 #
 # The agent and the command share the definition grammar and fetch code
-# (probe_events.c, fetch.c), the ELF symbol code (syms.c), the probe-point
-# checks (point_check.c, with the instruction decoding of
-# tool_arch_$(ARCH).c) and the JSON strings (json.c).  Every object is built
-# position-independent once and linked into both.  handler.c (the probe
-# handlers) is built with -mgeneral-regs-only.
+# (probe_events.c, fetch.c), the ELF symbol code (syms.c, dwarf_eh.c), the
+# probe-point checks (point_check.c, with the instruction decoding of
+# arch/$(ARCH)/decode.c) and the JSON strings (json.c).  Every object is
+# built position-independent once and linked into both.  handler.c (the
+# probe handlers) is built with -mgeneral-regs-only.
+#
+# What the tool knows of the architecture is in tools/ukprobe/arch/$(ARCH)/
+# (tool_arch.h lists it); it links the libraries of the library's port
+# (ARCH_LIBS of src/arch/$(ARCH)/arch.mk).
 
 UKP_TOOL_DIR    := tools/ukprobe
 UKP_TOOL_OBJDIR := $(B)/tools/ukprobe
 UKP_TOOL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden \
-                   $(UKP_INC) -I$(UKP_TOOL_DIR) $(CFLAGS) \
+                   $(UKP_INC) -I$(UKP_TOOL_DIR) -I$(UKP_TOOL_DIR)/arch/$(ARCH) $(CFLAGS) \
                    -DUKPROBE_VERSION='"$(VERSION)"' -DUKPROBE_LIBDIR='"$(LIBDIR)"'
-UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h) include/ukprobes.h
+UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h $(UKP_TOOL_DIR)/arch/$(ARCH)/*.h) include/ukprobes.h \
+                   include/arch/$(ARCH)/ukprobes/asm/ptrace.h
 
 UKP_COMMON_OBJS := $(UKP_TOOL_OBJDIR)/probe_events.o $(UKP_TOOL_OBJDIR)/fetch.o \
                    $(UKP_TOOL_OBJDIR)/syms.o $(UKP_TOOL_OBJDIR)/point_check.o \
-                   $(UKP_TOOL_OBJDIR)/tool_arch_$(ARCH).o $(UKP_TOOL_OBJDIR)/json.o
+                   $(UKP_TOOL_OBJDIR)/filter.o $(UKP_TOOL_OBJDIR)/filter_eval.o \
+                   $(UKP_TOOL_OBJDIR)/dwarf_eh.o \
+                   $(UKP_TOOL_OBJDIR)/arch/$(ARCH)/decode.o $(UKP_TOOL_OBJDIR)/json.o
 UKP_CLI_OBJS    := $(UKP_TOOL_OBJDIR)/main.o $(UKP_TOOL_OBJDIR)/report.o \
                    $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_TOOL_OBJDIR)/prog_objs.o \
+                   $(UKP_TOOL_OBJDIR)/consume.o $(UKP_TOOL_OBJDIR)/format.o \
+                   $(UKP_TOOL_OBJDIR)/objmap.o $(UKP_TOOL_OBJDIR)/ukp_file.o $(UKP_TOOL_OBJDIR)/agg.o \
+                   $(UKP_TOOL_OBJDIR)/unwind.o \
+                   $(UKP_TOOL_OBJDIR)/attach.o $(UKP_TOOL_OBJDIR)/inject.o \
+                   $(UKP_TOOL_OBJDIR)/arch/$(ARCH)/inject.o \
                    $(UKP_TOOL_OBJDIR)/agent_env.o $(UKP_COMMON_OBJS)
 UKP_AGENT_OBJS  := $(UKP_TOOL_OBJDIR)/agent.o $(UKP_TOOL_OBJDIR)/agent_env.o \
                    $(UKP_TOOL_OBJDIR)/handler.o \
-                   $(UKP_TOOL_OBJDIR)/writer.o $(UKP_COMMON_OBJS)
+                   $(UKP_TOOL_OBJDIR)/meta.o $(UKP_TOOL_OBJDIR)/agent_signals.o $(UKP_COMMON_OBJS)
+
+$(UKP_CLI_OBJS) $(UKP_AGENT_OBJS): | deps-check
 
 UKP_TOOL        := $(B)/ukprobe
 UKP_AGENT       := $(B)/libukprobe-agent.so
@@ -42,7 +56,7 @@ tool: $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
 
 # The handlers and the fetch code they run: general registers only (the
 # probes are KPROBE_FLAG_GPR_ONLY).
-$(UKP_TOOL_OBJDIR)/handler.o $(UKP_TOOL_OBJDIR)/fetch.o: $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
+$(UKP_TOOL_OBJDIR)/handler.o $(UKP_TOOL_OBJDIR)/fetch.o $(UKP_TOOL_OBJDIR)/filter_eval.o: $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(UKP_TOOL_CFLAGS) -mgeneral-regs-only -fno-tree-loop-distribute-patterns -c $< -o $@
 
@@ -53,12 +67,12 @@ $(UKP_TOOL_OBJDIR)/%.o: $(UKP_TOOL_DIR)/%.c $(UKP_TOOL_HDRS)
 # The command finds its libraries (and libukprobes) next to itself, or in
 # ../lib once installed.
 $(UKP_TOOL): $(UKP_CLI_OBJS) $(B)/libukprobes.so
-	$(CC) $(SANFLAGS) -o $@ $(UKP_CLI_OBJS) -L$(B) -lukprobes -lZydis -lelf \
+	$(CC) $(SANFLAGS) -o $@ $(UKP_CLI_OBJS) -L$(B) -lukprobes $(ARCH_LIBS) -lelf \
 	      -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -Wl,-z,now
 
 # Not sanitized even with SAN=1: it is preloaded into programs that are not.
 $(UKP_AGENT): $(UKP_AGENT_OBJS) $(B)/libukprobes.so
-	$(CC) -shared -o $@ $(UKP_AGENT_OBJS) -L$(B) -lukprobes -lZydis -lelf -lpthread -ldl \
+	$(CC) -shared -o $@ $(UKP_AGENT_OBJS) -L$(B) -lukprobes $(ARCH_LIBS) -lelf -lpthread -ldl \
 	      -Wl,-soname,libukprobe-agent.so -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..' \
 	      -Wl,-z,now -Wl,-z,noexecstack -Wl,--no-undefined
 
@@ -69,8 +83,15 @@ $(UKP_AUDIT): $(UKP_TOOL_DIR)/audit.c
 
 # ---- end-to-end tests --------------------------------------------------------
 
+# The unit tests of the grammar and fetch code compile the tool's sources
+# (#include "../../tools/ukprobe/fetch.c"): its arch headers too, and they
+# are rebuilt when those sources change.
+TEST_CFLAGS += -I$(UKP_TOOL_DIR)/arch/$(ARCH)
+$(B)/tests/unit/test_fetch $(B)/tests/unit/test_probe_events: $(wildcard $(UKP_TOOL_DIR)/*.c) $(UKP_TOOL_HDRS)
+
 UKP_TPROG_SRCS := $(filter-out tests/tool/progs/lib%.c,$(wildcard tests/tool/progs/*.c))
 UKP_TPROGS     := $(patsubst tests/tool/progs/%.c,$(B)/tests/tool-progs/%,$(UKP_TPROG_SRCS)) \
+                  $(patsubst tests/tool/progs/%.cc,$(B)/tests/tool-progs/%,$(wildcard tests/tool/progs/*.cc)) \
                   $(patsubst tests/tool/progs/%.c,$(B)/tests/tool-progs/%.so,$(wildcard tests/tool/progs/lib*.c))
 UKP_TTESTS     := $(patsubst tests/tool/%.c,$(B)/tests/tool/%,$(wildcard tests/tool/*.c))
 
@@ -84,6 +105,11 @@ $(B)/tests/tool-progs/%: tests/tool/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(UKP_INC) -O1 -g -o $@ $< -lpthread -ldl
 
+# C++ programs (C++ names in definitions and output).
+$(B)/tests/tool-progs/%: tests/tool/progs/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -o $@ $<
+
 # The same program without its symbol table, for the OBJ:0xOFFSET form.
 $(B)/tests/tool-progs/stripped-calls: $(B)/tests/tool-progs/calls
 	strip -s -o $@ $<
@@ -93,7 +119,7 @@ $(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -static -o $@ $<
 
-$(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
+$(B)/tests/tool/%: tests/tool/%.c tests/tool/tool_test.h $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
                    $(B)/tests/tool-progs/static-printenv \
                    $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT) $(TEST_HARNESS_OBJ) $(TEST_HARNESS_STAMP)
 	@mkdir -p $(dir $@)

@@ -20,6 +20,7 @@
 
 #include "../../tools/ukprobe/probe_events.c"
 #include "../../tools/ukprobe/fetch.c"
+#include "../../tools/ukprobe/filter.c"
 #include "../../tools/ukprobe/json.c"
 
 /* ---- the known data ------------------------------------------------------ */

@@ -15,6 +15,7 @@
 
 #include "../../tools/ukprobe/probe_events.c"
 #include "../../tools/ukprobe/fetch.c"
+#include "../../tools/ukprobe/filter.c"
 
 /* ---- a resolver stub: a few names, dup_sym not unique, else dlsym ------ */
 
@@ -397,13 +398,13 @@ Test(kprobe_parse, objects_and_addresses)
 	cr_expect_str_eq(ev->object, "libz.so.1");
 	cr_expect_str_eq(ev->symbol, "deflate");
 	cr_expect_eq(ev->offset, 4);
-	cr_expect_str_eq(ev->event, "p_libz_so_1_deflate_4");
+	cr_expect_str_eq(ev->event, "p_deflate_4");
 	put_ev(ev);
 
 	ev = parse_ok("r /usr/lib/x86_64-linux-gnu/libc.so.6:malloc");
 	cr_expect_str_eq(ev->object, "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	cr_expect_str_eq(ev->symbol, "malloc");
-	cr_expect_str_eq(ev->event, "r_libc_so_6_malloc_0");
+	cr_expect_str_eq(ev->event, "r_malloc_0");
 	put_ev(ev);
 
 	ev = parse_ok("p 0x401000");

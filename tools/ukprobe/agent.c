@@ -7,7 +7,9 @@
  * the command passed in the environment, gives the program back the
  * environment the user gave it (agent_env.c), checks and registers the
  * probes with libukprobes (point_check.c: what the command could not check
- * in the files before the program ran) and starts the writer thread.
+ * in the files before the program ran) and describes the process to the
+ * command (meta.c).  Its handlers (handler.c) write binary records into
+ * rings in the memory it shares with the command, which formats them.
  * Definitions on objects not loaded yet are placed when the run-time linker
  * loads them: the audit module (audit.c, LD_AUDIT) calls
  * ukprobe_agent_objects_changed() each time the set of loaded objects is
@@ -16,14 +18,15 @@
  *
  * Processes: fork(), the exec family, posix_spawn(), system(), popen() and
  * _exit() are interposed.
- *  - exec: the records still in the buffers are written first; the new
- *    image is traced again (same process; like strace without -f).
- *  - fork: with --follow-fork the child keeps tracing with its own writer
- *    thread and buffers, and the programs it execs are traced; without it
+ *  - exec: the image's rings go back to the command (their records are
+ *    the command's already); the new image is traced again (same process;
+ *    like strace without -f).
+ *  - fork: with --follow-fork the child keeps tracing with rings of its
+ *    own, and the programs it execs are traced; without it
  *    the child disarms every probe and nothing it execs gets the agent.
  *  - posix_spawn/system/popen start new processes: traced only with
  *    --follow-fork.
- *  - the destructor (and _exit) writes what is left; totals live in the
+ *  - the destructor (and _exit) adds the engine's miss counts to the
  *    shared counters, which the command prints.
  */
 #include <dlfcn.h>
@@ -36,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -47,20 +52,17 @@
 #include "fetch.h"
 #include "point_check.h"
 #include "syms.h"
+#include <elf.h>
 
 #define AGENT_API __attribute__((visibility("default")))
 
 extern char **environ;
 
-struct agent_conf conf = { .fmt = FMT_TEXT, .out_fd = -1, .shm_fd = -1, .drain_ms = 10 };
+struct agent_conf conf = { .shm_fd = -1 };
 struct tev *tevs;
 int ntevs;
 struct uks *shm;
-struct ring *rings;
-int nrings;
-_Atomic int rings_owned;
 _Atomic int tracing;
-_Atomic int recording;
 
 /* Read by the audit module (through the main program's scope). */
 AGENT_API int ukprobe_agent_ready;
@@ -75,9 +77,10 @@ static pid_t agent_pid;
 static char *env_conf, *env_defs, *env_hists;
 static char *env_conf_next;	/* env_conf for the next image */
 static char *agent_path, *audit_path, *preload_path;
-static int tool_pid, tool_out_fd, tool_shm_fd;
+static int tool_pid, tool_shm_fd;
+static char *shm_path;		/* attached: the file of the shared memory */
 static unsigned long tls_surplus;
-static unsigned long long out_dev, out_ino, shm_dev, shm_ino;
+static unsigned long long shm_dev, shm_ino;
 
 /* nmissed already added to the shared counters (fork children inherit
  * the parent's counts). */
@@ -111,7 +114,7 @@ static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
 {
-	struct uks_event *se = &shm->ev[t->id];
+	struct uks_event *se = uks_ev(shm, t->id);
 	unsigned int expect = 0;
 	va_list ap;
 
@@ -152,15 +155,8 @@ static void parse_conf(const char *s)
 		if (!v)
 			continue;
 		*v++ = '\0';
-		if (!strcmp(kv, "out"))
-			conf.out_fd = atoi(v);
-		else if (!strcmp(kv, "shm"))
+		if (!strcmp(kv, "shm"))
 			conf.shm_fd = atoi(v);
-		else if (!strcmp(kv, "fmt"))
-			conf.fmt = !strcmp(v, "json") ? FMT_JSON :
-				   !strcmp(v, "perfetto") ? FMT_PERFETTO : FMT_TEXT;
-		else if (!strcmp(kv, "buf"))
-			conf.bufsize = strtoull(v, NULL, 0);
 		else if (!strcmp(kv, "follow"))
 			conf.follow = atoi(v);
 		else if (!strcmp(kv, "events"))
@@ -169,34 +165,26 @@ static void parse_conf(const char *s)
 			conf.latency = atoi(v);
 		else if (!strcmp(kv, "initial"))
 			conf.initial = atoi(v);
-		else if (!strcmp(kv, "drain"))
-			conf.drain_ms = (unsigned int)atoi(v);
-		else if (!strcmp(kv, "wsleep"))
-			conf.writer_sleep_ms = (unsigned int)atoi(v);
-		else if (!strcmp(kv, "outpath"))
-			conf.out_path = strdup(v);
+		else if (!strcmp(kv, "stack"))
+			conf.stack = (unsigned int)strtoul(v, NULL, 0) & ~7u;
 		else if (!strcmp(kv, "agent"))
 			agent_path = strdup(v);
 		else if (!strcmp(kv, "preload"))
 			preload_path = strdup(v);
 		else if (!strcmp(kv, "audit"))
 			audit_path = strdup(v);
+		else if (!strcmp(kv, "shmpath"))
+			shm_path = strdup(v);
 		else if (!strcmp(kv, "toolpid"))
 			tool_pid = atoi(v);
-		else if (!strcmp(kv, "toolout"))
-			tool_out_fd = atoi(v);
 		else if (!strcmp(kv, "toolshm"))
 			tool_shm_fd = atoi(v);
 		else if (!strcmp(kv, "tls"))
 			tls_surplus = strtoul(v, NULL, 0);
-		else if (!strcmp(kv, "outid"))
-			sscanf(v, "%llu:%llu", &out_dev, &out_ino);
 		else if (!strcmp(kv, "shmid"))
 			sscanf(v, "%llu:%llu", &shm_dev, &shm_ino);
 	}
 	free(copy);
-	if (!conf.drain_ms)
-		conf.drain_ms = 10;
 }
 
 static bool fd_is(int fd, unsigned long long dev, unsigned long long ino)
@@ -238,37 +226,6 @@ static int find_fd(int fd, unsigned long long dev, unsigned long long ino,
 	return nfd;
 }
 
-/*
- * The output descriptor, if it is still ours; if the program closed it (or
- * reused its number), a new one through the command's /proc/PID/fd or the
- * -o path, at a new number.  -1 if there is none.
- */
-int agent_output_fd(void)
-{
-	int fd;
-
-	if (fd_is(conf.out_fd, out_dev, out_ino))
-		return conf.out_fd;
-	fd = find_fd(-1, out_dev, out_ino, tool_out_fd, O_WRONLY | O_APPEND);
-	if (fd < 0 && conf.out_path) {
-		int nfd = open(conf.out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-
-		if (nfd >= 0 && fd_is(nfd, out_dev, out_ino)) {
-			fd = fcntl(nfd, F_DUPFD_CLOEXEC, 700);
-			if (fd >= 0)
-				close(nfd);
-			else
-				fd = nfd;
-		} else if (nfd >= 0) {
-			close(nfd);
-		}
-	}
-	if (fd >= 0 && conf.follow)
-		fcntl(fd, F_SETFD, 0);
-	conf.out_fd = fd;
-	return fd;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Definitions                                                               */
 /* ------------------------------------------------------------------------ */
@@ -281,16 +238,6 @@ static int symbolize_cb(unsigned long addr, char *out, size_t len)
 static int resolve_cb(const char *obj, const char *sym, unsigned long *addr)
 {
 	return lobjs_resolve(obj, sym, addr);
-}
-
-static bool arg_matches(const struct tev *t, const struct pe_arg *a, const char *want)
-{
-	const char *dot = strpbrk(want, ".:");
-
-	if (!dot)
-		return !strcmp(a->name, want);
-	return strlen(t->ev.event) == (size_t)(dot - want) &&
-	       !strncmp(t->ev.event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
 }
 
 static int setup_events(const char *defs, const char *hists)
@@ -309,14 +256,14 @@ static int setup_events(const char *defs, const char *hists)
 			hnames[nh++] = strdup(h);
 		free(hc);
 	}
-	tevs = calloc(UKS_MAX_EVENTS, sizeof(*tevs));
+	tevs = calloc(shm->nevents + 1, sizeof(*tevs));
 	if (!tevs) {
 		free(copy);
 		return -ENOMEM;
 	}
 	/* @SYM arguments are resolved when the probe is placed. */
 	pe_set_resolvers(NULL, symbolize_cb);
-	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < UKS_MAX_EVENTS;
+	for (char *d = strtok_r(copy, "\n", &save); d && ntevs < (int)shm->nevents;
 	     d = strtok_r(NULL, "\n", &save)) {
 		struct tev *t = &tevs[ntevs];
 		struct pe_error err;
@@ -334,15 +281,17 @@ static int setup_events(const char *defs, const char *hists)
 		t->is_ret = t->ev.kind == PE_RETURN;
 		for (int i = 0; i < t->ev.nargs; i++)
 			max += 8 + REC_ALIGN(fetch_arg_size(&t->ev.args[i]));
-		if (max > conf.bufsize / 2)
-			max = conf.bufsize / 2;
+		if (conf.stack)
+			max += sizeof(struct rec_stack) + conf.stack;
+		if (max > shm->ring_size / 2)
+			max = shm->ring_size / 2;
 		t->max_rec = (uint32_t)REC_ALIGN(max);
 		for (int h = 0; h < UKS_MAX_HISTS; h++) {
 			t->hist_arg[h] = -1;
 			if (h >= nh)
 				continue;
 			for (int i = 0; i < t->ev.nargs; i++) {
-				if (arg_matches(t, &t->ev.args[i], hnames[h])) {
+				if (pe_arg_matches(&t->ev, &t->ev.args[i], hnames[h])) {
 					t->hist_arg[h] = (int8_t)i;
 					t->any_hist = true;
 					break;
@@ -360,11 +309,232 @@ static int setup_events(const char *defs, const char *hists)
 
 static unsigned long tev_missed(const struct tev *t)
 {
+	unsigned long m = 0;
+
 	if (t->state != TEV_PLACED)
 		return 0;
-	if (t->is_ret)
-		return (unsigned long)t->u.rp.nmissed + t->u.rp.kp.nmissed;
-	return t->u.kp.nmissed;
+	for (int i = 0; i < t->nprobes; i++) {
+		const struct probe *p = &t->probes[i];
+
+		if (!p->placed)
+			continue;
+		if (t->is_ret)
+			m += (unsigned long)p->u.rp.nmissed + p->u.rp.kp.nmissed;
+		else
+			m += p->u.kp.nmissed;
+	}
+	return m;
+}
+
+/* Take t's probes out (a grace period each: no handler of theirs runs
+ * once this returns). */
+static void unplace(struct tev *t)
+{
+	for (int i = 0; i < t->nprobes; i++) {
+		struct probe *p = &t->probes[i];
+
+		if (!p->placed)
+			continue;
+		if (t->is_ret)
+			unregister_kretprobe(&p->u.rp);
+		else
+			unregister_kprobe(&p->u.kp);
+		p->placed = false;
+	}
+}
+
+/* Register probe p of t at what its kprobe says; 0 or -errno. */
+/* Probe p of t ready to register, at what its kprobe says. */
+static void prepare_one(struct tev *t, struct probe *p)
+{
+	struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+
+	p->t = t;
+	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
+	 * take the optimized fast path that saves no vector state. */
+	kp->flags |= KPROBE_FLAG_GPR_ONLY;
+	if (t->is_ret) {
+		p->u.rp.handler = agent_kretprobe_ret;
+		p->u.rp.entry_handler = agent_kretprobe_entry;
+		p->u.rp.data_size = 8 + (size_t)t->ev.nentry_args * sizeof(unsigned long);
+		p->u.rp.maxactive = t->ev.maxactive;
+	} else {
+		kp->pre_handler = agent_kprobe_pre;
+	}
+}
+
+/* p was registered. */
+static void registered(struct tev *t, struct probe *p)
+{
+	struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+
+	p->func = (uintptr_t)kp->addr;
+	p->placed = true;
+	if (kp->symbol_name) {
+		/* By the name asked for, whatever the engine chose (an
+		 * indirect function's implementation). */
+		const char *c = strrchr(kp->symbol_name, ':');
+
+		meta_name(p->func, c && (c == kp->symbol_name || c[-1] != ':') ? c + 1 :
+			  kp->symbol_name);
+	}
+}
+
+/* Register probe p of t; 0 or -errno. */
+static int register_one(struct tev *t, struct probe *p)
+{
+	int err;
+
+	prepare_one(t, p);
+	err = t->is_ret ? register_kretprobe(&p->u.rp) : register_kprobe(&p->u.kp);
+	if (!err)
+		registered(t, p);
+	return err;
+}
+
+/*
+ * Register n probes of t at once, in batches (one serialization of the
+ * code writes per batch, not one per probe: a library's every function
+ * goes in quickly).  A batch that fails (as a whole, by the kernel's rule)
+ * is split in halves, down to the probes that cannot be placed, so that
+ * one function that cannot be probed keeps none of the others out.
+ * Returns how many were placed; *first_err the first refusal.
+ */
+#define BATCH	256
+static int register_many(struct tev *t, struct probe *v, size_t n, int *first_err)
+{
+	void *ptrs[BATCH];
+	int err;
+
+	if (n > BATCH)
+		return register_many(t, v, BATCH, first_err) +
+		       register_many(t, v + BATCH, n - BATCH, first_err);
+	if (n == 1) {
+		err = register_one(t, v);
+		if (err && !*first_err)
+			*first_err = err;
+		return !err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		prepare_one(t, &v[i]);
+		ptrs[i] = t->is_ret ? (void *)&v[i].u.rp : (void *)&v[i].u.kp;
+	}
+	err = t->is_ret ? register_kretprobes((struct kretprobe **)ptrs, (int)n) :
+			  register_kprobes((struct kprobe **)ptrs, (int)n);
+	if (!err) {
+		for (size_t i = 0; i < n; i++)
+			registered(t, &v[i]);
+		return (int)n;
+	}
+	/* The failed batch left nothing registered. */
+	return register_many(t, v, n / 2, first_err) +
+	       register_many(t, v + n / 2, n - n / 2, first_err);
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A glob or a C++ name: a probe on each function of the object that it
+ * names (the function's entry; aliases once).  0 placed (some may have
+ * been refused: counted), -EAGAIN the object is not loaded, -ENOENT none
+ * matched.
+ */
+static int place_multi(struct tev *t)
+{
+	struct pe_event *ev = &t->ev;
+	const struct symfile *sf;
+	uintptr_t bias, *addrs;
+	const struct ksym **ifuncs;
+	size_t n = 0, ni = 0;
+	int placed = 0, refused = 0, first_err = 0;
+	uint64_t t0 = agent_now_ns(), took;
+
+	if (!ev->object[0]) {
+		event_error(t, PE_ERR_BAD_PROBE_ADDR, ev->point_pos,
+			    "a glob or a C++ name needs its object: OBJ:%s", ev->symbol);
+		return -EINVAL;
+	}
+	if (lobjs_symfile(ev->object, NULL, &sf, &bias))
+		return lobjs_loaded(ev->object, NULL, 0) ? -ENOENT : -EAGAIN;
+	addrs = malloc((sf->nsyms + 1) * sizeof(*addrs));
+	ifuncs = malloc((sf->nsyms + 1) * sizeof(*ifuncs));
+	if (!addrs || !ifuncs) {
+		free(addrs);
+		free(ifuncs);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sf->nsyms; i++) {
+		const struct ksym *k = &sf->syms[i];
+
+		if (!ksym_is_func(k) || !symfile_vaddr_exec(sf, k->addr) ||
+		    !sym_name_matches(ev->symbol, ksym_name(sf, k)))
+			continue;
+		/* An indirect function (strlen): by its name, which the
+		 * engine resolves to the implementation the program uses. */
+		if (k->type == STT_GNU_IFUNC)
+			ifuncs[ni++] = k;
+		else
+			addrs[n++] = bias + k->addr;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_addr);
+	{
+		size_t j = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (!j || addrs[i] != addrs[j - 1])
+				addrs[j++] = addrs[i];
+		n = j;
+	}
+	if (!n && !ni) {
+		free(addrs);
+		free(ifuncs);
+		event_error(t, PE_ERR_BAD_PROBE_ADDR, ev->point_pos, "no function of %s matches %s",
+			    ev->object, ev->symbol);
+		return -ENOENT;
+	}
+	for (int i = 0; i < t->nprobes; i++)
+		free(t->probes[i].symspec);
+	free(t->probes);
+	t->probes = calloc(n + ni, sizeof(*t->probes));
+	if (!t->probes) {
+		free(addrs);
+		free(ifuncs);
+		return -ENOMEM;
+	}
+	t->nprobes = (int)(n + ni);
+	for (size_t i = 0; i < n + ni; i++) {
+		struct probe *p = &t->probes[i];
+		struct kprobe *kp = t->is_ret ? &p->u.rp.kp : &p->u.kp;
+
+		if (i < n)
+			kp->addr = (kprobe_opcode_t *)addrs[i];
+		else if (asprintf(&p->symspec, "%s:%s", ev->object, ksym_name(sf, ifuncs[i - n])) > 0)
+			kp->symbol_name = p->symspec;
+		else
+			kp->symbol_name = "";	/* refused: no memory */
+	}
+	placed = register_many(t, t->probes, n + ni, &first_err);
+	refused = (int)(n + ni) - placed;
+	free(addrs);
+	free(ifuncs);
+	if (!placed) {
+		event_error(t, PE_ERR_FAIL_REG_PROBE, ev->point_pos,
+			    "none of the %zu functions could be probed: %s", n + ni,
+			    strerror(-first_err));
+		return -EINVAL;
+	}
+	atomic_fetch_add(&uks_ev(shm, t->id)->placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->probes, (uint32_t)placed);
+	atomic_fetch_add(&uks_ev(shm, t->id)->refused, (uint32_t)refused);
+	took = agent_now_ns() - t0;
+	if (took > atomic_load(&uks_ev(shm, t->id)->place_ns))
+		atomic_store(&uks_ev(shm, t->id)->place_ns, took);
+	return 0;
 }
 
 /* Add the nmissed counts since the last call to the shared counters. */
@@ -374,7 +544,7 @@ static void account_missed(void)
 		unsigned long m = tev_missed(&tevs[i]);
 
 		if (m > missed_base[i])
-			atomic_fetch_add(&shm->ev[i].missed, m - missed_base[i]);
+			atomic_fetch_add(&uks_ev(shm, i)->missed, m - missed_base[i]);
 		missed_base[i] = m;
 	}
 }
@@ -435,13 +605,15 @@ static int check_in_file(struct tev *t)
 static int place(struct tev *t)
 {
 	struct pe_event *ev = &t->ev;
-	struct kprobe *kp = t->is_ret ? &t->u.rp.kp : &t->u.kp;
+	struct kprobe *kp;
 	struct pe_error perr;
 	uintptr_t addr = 0;
 	int err;
 
 	if (ev->object[0] && !lobjs_loaded(ev->object, NULL, 0))
 		return -EAGAIN;
+	if (ev->multi)
+		return place_multi(t);
 	memset(&perr, 0, sizeof(perr));
 	err = pe_event_resolve(ev, &perr);
 	if (err && ev->symbol[0] && perr.code == PE_ERR_BAD_PROBE_ADDR &&
@@ -461,7 +633,12 @@ static int place(struct tev *t)
 	err = check_in_file(t);
 	if (err)
 		return err;
-	memset(&t->u, 0, sizeof(t->u));
+	free(t->probes);
+	t->probes = calloc(1, sizeof(*t->probes));
+	if (!t->probes)
+		return -ENOMEM;
+	t->nprobes = 1;
+	kp = t->is_ret ? &t->probes[0].u.rp.kp : &t->probes[0].u.kp;
 	if (ev->addr_is_file_offset) {
 		if (lobjs_offset_addr(ev->object, ev->address, &addr)) {
 			event_error(t, PE_ERR_BAD_FILE_OFFS, ev->point_pos + (int)strlen(ev->object) + 1,
@@ -479,19 +656,7 @@ static int place(struct tev *t)
 		kp->symbol_name = t->symspec;
 		kp->offset = (unsigned int)ev->offset;
 	}
-	/* handler.c and fetch.c are built -mgeneral-regs-only: the probes
-	 * take the optimized fast path that saves no vector state. */
-	kp->flags |= KPROBE_FLAG_GPR_ONLY;
-	if (t->is_ret) {
-		t->u.rp.handler = agent_kretprobe_ret;
-		t->u.rp.entry_handler = agent_kretprobe_entry;
-		t->u.rp.data_size = 8 + (size_t)ev->nentry_args * sizeof(unsigned long);
-		t->u.rp.maxactive = ev->maxactive;
-		err = register_kretprobe(&t->u.rp);
-	} else {
-		kp->pre_handler = agent_kprobe_pre;
-		err = register_kprobe(kp);
-	}
+	err = register_one(t, &t->probes[0]);
 	if (err == -ENOENT && !ev->object[0] && ev->symbol[0])
 		return -EAGAIN;	/* maybe in an object loaded later */
 	if (err) {
@@ -503,8 +668,8 @@ static int place(struct tev *t)
 			    strerror(-err), errname(-err));
 		return err;
 	}
-	t->func = (uintptr_t)kp->addr;
-	atomic_fetch_add(&shm->ev[t->id].placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->placed, 1);
+	atomic_fetch_add(&uks_ev(shm, t->id)->probes, 1);
 	return 0;
 }
 
@@ -537,32 +702,29 @@ AGENT_API void ukprobe_agent_objects_changed(void)
 		return;
 	agent_enter();
 	place_pending();
+	meta_objects_changed();
 	agent_leave();
 }
 
 /*
- * dlclose() is about to unmap the object name: write the records that point
- * into it while they can be symbolized, and take its probes out, to place
- * them again if it comes back (libukprobes does not follow unloading).
+ * dlclose() is about to unmap the object name: take its probes out, to
+ * place them again if it comes back (libukprobes does not follow
+ * unloading), and tell the command, which symbolizes what was recorded
+ * until now with the object (the records are read in order).
  */
 AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
 {
-	(void)base;
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid || !name)
 		return;
 	agent_enter();
-	if (conf.events)
-		writer_flush();
+	meta_object_gone(base);
 	for (int i = 0; i < ntevs; i++) {
 		struct tev *t = &tevs[i];
 
-		if (t->state != TEV_PLACED || !lobjs_addr_in(name, t->func))
+		if (t->state != TEV_PLACED || !t->nprobes || !lobjs_addr_in(name, t->probes[0].func))
 			continue;
 		account_missed();
-		if (t->is_ret)
-			unregister_kretprobe(&t->u.rp);
-		else
-			unregister_kprobe(&t->u.kp);
+		unplace(t);
 		missed_base[i] = 0;
 		t->state = TEV_PENDING;
 	}
@@ -573,43 +735,37 @@ AGENT_API void ukprobe_agent_object_closing(const char *name, uintptr_t base)
 /* Start and end                                                             */
 /* ------------------------------------------------------------------------ */
 
-static size_t pow2_at_least(size_t v)
-{
-	size_t p = 4096;
-
-	while (p < v && p < ((size_t)1 << 40))
-		p <<= 1;
-	return p;
-}
-
-static int setup_rings(void)
-{
-	size_t total;
-	char *mem;
-
-	total = (size_t)DEFAULT_RINGS * conf.bufsize;
-	mem = mmap(NULL, total, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED)
-		return -errno;
-	rings = calloc(DEFAULT_RINGS, sizeof(*rings));
-	if (!rings) {
-		munmap(mem, total);
-		return -ENOMEM;
-	}
-	nrings = DEFAULT_RINGS;
-	for (int i = 0; i < nrings; i++) {
-		rings[i].size = conf.bufsize;
-		rings[i].data = mem + (size_t)i * conf.bufsize;
-	}
-	return 0;
-}
-
 static void diag(const char *msg)
 {
 	ssize_t r = write(2, msg, strlen(msg));
 
 	(void)r;
+}
+
+/* The memory shared with the command: the counters, then the rings. */
+static int map_shm(int fd)
+{
+	struct uks *h;
+	void *m;
+
+	h = mmap(NULL, sizeof(struct uks), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		diag("ukprobe: agent: cannot map the shared counters; not tracing\n");
+		return -1;
+	}
+	if (h->magic != UKS_MAGIC || h->version != UKS_VERSION) {
+		diag("ukprobe: agent: version mismatch with the ukprobe command\n");
+		munmap(h, sizeof(struct uks));
+		return -1;
+	}
+	m = mmap(NULL, h->total_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	munmap(h, sizeof(struct uks));
+	if (m == MAP_FAILED) {
+		diag("ukprobe: agent: cannot map the record buffers; not tracing\n");
+		return -1;
+	}
+	shm = m;
+	return 0;
 }
 
 __attribute__((constructor)) static void agent_init(void)
@@ -618,7 +774,6 @@ __attribute__((constructor)) static void agent_init(void)
 	const char *defs = agent_env_get(environ, "UKPROBE_AGENT_DEFS");
 	const char *hists = agent_env_get(environ, "UKPROBE_AGENT_HISTS");
 	int failed, fd;
-	void *m;
 
 	if (!c || !defs)
 		return;
@@ -627,7 +782,6 @@ __attribute__((constructor)) static void agent_init(void)
 	env_defs = env_copy("UKPROBE_AGENT_DEFS");
 	env_hists = env_copy("UKPROBE_AGENT_HISTS");
 	parse_conf(c);
-	conf.bufsize = pow2_at_least(conf.bufsize ? conf.bufsize : 256 * 1024);
 	defs = strdup(defs);
 	hists = hists ? strdup(hists) : NULL;
 	/* GLIBC_TUNABLES: the command sets it with the audit module only. */
@@ -638,40 +792,19 @@ __attribute__((constructor)) static void agent_init(void)
 		diag("ukprobe: agent: lost the shared counters; not tracing\n");
 		goto out;
 	}
-	m = mmap(NULL, sizeof(struct uks), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		diag("ukprobe: agent: cannot map the shared counters; not tracing\n");
+	if (map_shm(fd))
 		goto out;
-	}
-	shm = m;
-	if (shm->magic != UKS_MAGIC || shm->version != UKS_VERSION) {
-		diag("ukprobe: agent: version mismatch with the ukprobe command\n");
-		shm = NULL;
-		goto out;
-	}
 	conf.shm_fd = fd;
-	conf.out_fd = find_fd(conf.out_fd, out_dev, out_ino, tool_out_fd, O_WRONLY | O_APPEND);
-	if (conf.out_fd < 0 && conf.events) {
-		agent_note_error("pid %d: lost the output descriptor", getpid());
-		conf.events = false;
-	}
-	/* Without --follow-fork only an exec of this process inherits them
+	/* Without --follow-fork only an exec of this process inherits it
 	 * (before_exec() clears close-on-exec for it). */
 	fcntl(conf.shm_fd, F_SETFD, conf.follow ? 0 : FD_CLOEXEC);
-	if (conf.out_fd >= 0)
-		fcntl(conf.out_fd, F_SETFD, conf.follow ? 0 : FD_CLOEXEC);
-	if (asprintf(&env_conf_next, "%s\ninitial=0\nout=%d\nshm=%d", env_conf,
-		     conf.out_fd, conf.shm_fd) < 0)
+	if (asprintf(&env_conf_next, "%s\ninitial=0\nshm=%d", env_conf, conf.shm_fd) < 0)
 		env_conf_next = env_conf;
-	if (setup_rings()) {
-		agent_note_error("pid %d: no memory for the buffers", getpid());
-		conf.events = false;
-	}
 	if (setup_events(defs, hists))
 		goto out;
 	agent_pid = getpid();
 	atomic_fetch_add(&shm->processes, 1);
-	atomic_store(&recording, 1);
+	meta_start();
 	atomic_store(&tracing, 1);
 	agent_state = AGENT_TRACING;
 
@@ -686,23 +819,20 @@ __attribute__((constructor)) static void agent_init(void)
 		atomic_store(&shm->fatal, 1);
 		syscall(SYS_exit_group, 127);
 	}
-	if (conf.events && writer_start())
-		agent_note_error("pid %d: cannot start the writer thread", getpid());
 	ukprobe_agent_ready = 1;
 out:
 	agent_leave();
 }
 
-/* At exit: write what the buffers hold.  from_exit: called by _exit(),
- * maybe from a signal handler: bounded, nothing that may take a lock the
- * interrupted code holds in this thread. */
-static void agent_finish(bool from_exit)
+/*
+ * At exit: the engine's miss counts go to the shared counters.  The records
+ * need nothing: they are in the command's memory already.  Called by
+ * _exit() too, maybe from a signal handler: only loads and atomic adds.
+ */
+static void agent_finish(void)
 {
 	agent_enter();
 	account_missed();
-	if (conf.events)
-		writer_stop(from_exit ? 1000 : 5000, !from_exit);
-	atomic_store(&recording, 0);
 	agent_leave();
 }
 
@@ -710,9 +840,218 @@ __attribute__((destructor)) static void agent_fini(void)
 {
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return;
-	agent_finish(false);
-	agent_state = AGENT_OFF;
+	agent_finish();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attached to a running process (ukprobe trace -p PID)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The command loaded the agent with dlopen() and calls these in a thread it
+ * has seized (inject.h).  Not preloaded, the agent interposes nothing here:
+ * fork, exec and dlopen are not followed.
+ */
+
+static int opt_was;		/* the optimization switch before attaching */
+static pid_t attach_tid;	/* the seized thread the call runs on */
+static unsigned int attach_gen;
+
+/*
+ * Optimization goes on only once the seized thread has its registers back
+ * (the command has detached: TracerPid 0): until then its real resume
+ * address is in the command's hands, where libukprobes' proof that no
+ * thread is inside a region to be patched cannot see it.
+ */
+static void *opt_when_released(void *arg)
+{
+	unsigned int gen = (unsigned int)(uintptr_t)arg;
+	char path[64], line[128];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", attach_tid);
+	agent_enter();
+	for (int i = 0; i < 20000 && gen == attach_gen; i++) {
+		FILE *f = fopen(path, "re");
+		bool released = true;
+		struct timespec ms = { 0, 1000000 };
+
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "TracerPid:", 10))
+				released = atoi(line + 10) == 0;
+		if (f)
+			fclose(f);
+		if (released) {
+			if (gen == attach_gen && agent_state == AGENT_TRACING)
+				ukprobes_set_optimization(opt_was);
+			break;
+		}
+		nanosleep(&ms, NULL);
+	}
+	agent_leave();
+	return NULL;
+}
+
+/*
+ * Attached, fork() is not interposed: a child of the program keeps the
+ * parent's probes in its copy of the code and the parent's ring in its
+ * thread's memory.  It stops tracing at once (pthread_atfork()), as a child
+ * does without --follow-fork.
+ */
+static void attached_fork_child(void)
+{
+	if (agent_state != AGENT_TRACING)
+		return;
 	atomic_store(&tracing, 0);
+	agent_state = AGENT_CHILD_OFF;
+	agent_rings_after_fork();
+	ukprobes_set_enabled(0);
+}
+
+/*
+ * text: the configuration as the environment carries it in a started
+ * program, in one string: CONF lines, then a line "%defs" and the
+ * definitions, then "%hists" and the --hist names.  Returns 0, -EBUSY
+ * (already traced by a ukprobe), or another -errno (reason in the shared
+ * memory if it could be mapped).
+ */
+AGENT_API int ukprobe_agent_attach(const char *text)
+{
+	char *copy, *defs, *hists;
+	int fd, err = 0;
+	pthread_t th;
+	sigset_t all, old;
+
+	if (agent_state == AGENT_TRACING)
+		return -EBUSY;
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	defs = strstr(copy, "\n%defs\n");
+	if (!defs) {
+		free(copy);
+		return -EINVAL;
+	}
+	*defs = '\0';
+	defs += 7;
+	hists = strstr(defs, "%hists\n");
+	if (hists) {
+		*hists = '\0';
+		hists += 7;
+	}
+	agent_enter();
+	parse_conf(copy);
+	fd = shm_path ? open(shm_path, O_RDWR | O_CLOEXEC) : -1;
+	if (fd < 0 || map_shm(fd)) {
+		err = fd < 0 ? -errno : -EINVAL;
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	conf.shm_fd = fd;
+	free(tevs);
+	tevs = NULL;
+	ntevs = 0;
+	if (setup_events(defs, hists)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	agent_pid = getpid();
+	attach_tid = (pid_t)syscall(SYS_gettid);
+	attach_gen++;
+	{
+		static bool atfork_set;
+
+		if (!atfork_set && !pthread_atfork(NULL, NULL, attached_fork_child))
+			atfork_set = true;
+	}
+	agent_rings_new_session();
+	atomic_fetch_add(&shm->processes, 1);
+	meta_after_fork();	/* a fresh description of this process */
+	agent_signals_save();
+	opt_was = ukprobes_optimization();
+	ukprobes_set_optimization(0);
+	atomic_store(&tracing, 1);
+	agent_state = AGENT_TRACING;
+	place_pending();
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, opt_when_released, (void *)(uintptr_t)attach_gen) == 0)
+		pthread_detach(th);
+	else
+		ukprobes_set_optimization(opt_was);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	free(copy);
+	agent_leave();
+	return err;
+}
+
+/* Take everything out: the probes (a grace period each: no handler runs
+ * after this returns), the signal handlers as they were before, the
+ * optimization switch; the records are the command's already. */
+AGENT_API int ukprobe_agent_detach(void)
+{
+	if (agent_state != AGENT_TRACING)
+		return -ENOENT;
+	agent_enter();
+	attach_gen++;
+	account_missed();
+	atomic_store(&tracing, 0);
+	for (int i = 0; i < ntevs; i++) {
+		struct tev *t = &tevs[i];
+
+		if (t->state != TEV_PLACED)
+			continue;
+		unplace(t);
+		t->state = TEV_PENDING;
+	}
+	account_missed();
+	ukprobes_set_optimization(opt_was);
+	agent_signals_restore();
+	meta_retire();
+	agent_state = AGENT_OFF;
+	munmap(shm, shm->total_size);
+	shm = NULL;
+	close(conf.shm_fd);
+	conf.shm_fd = -1;
+	agent_leave();
+	return 0;
+}
+
+/*
+ * ukprobe list -p PID and its siblings, for any process libukprobes is
+ * loaded in: op "list" writes ukprobes_print_list() into the file at path;
+ * "enable", "disable", "optimize=0|1" turn the switches (libukprobes'
+ * /sys/kernel/debug/kprobes/enabled and debug.kprobes_optimization), and
+ * write the switches' state into path.
+ */
+AGENT_API int ukprobe_agent_ctl(const char *op, const char *path)
+{
+	FILE *f;
+	int err = 0;
+
+	agent_enter();
+	if (!strcmp(op, "enable"))
+		err = ukprobes_set_enabled(1);
+	else if (!strcmp(op, "disable"))
+		err = ukprobes_set_enabled(0);
+	else if (!strncmp(op, "optimize=", 9))
+		err = ukprobes_set_optimization(atoi(op + 9));
+	else if (strcmp(op, "list") && strcmp(op, "state"))
+		err = -EINVAL;
+	f = err ? NULL : fopen(path, "we");
+	if (f) {
+		if (!strcmp(op, "list"))
+			ukprobes_print_list(f);
+		else
+			fprintf(f, "enabled=%d\noptimization=%d\n", ukprobes_enabled(),
+				ukprobes_optimization());
+		fclose(f);
+	} else if (!err) {
+		err = -errno;
+	}
+	agent_leave();
+	return err;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -732,25 +1071,23 @@ AGENT_API pid_t fork(void)
 	if (agent_state != AGENT_TRACING || getpid() != agent_pid)
 		return real_fork();
 	agent_enter();
-	writer_lock_for_fork();
 	lobjs_lock();
 	pid = real_fork();
 	lobjs_unlock();
-	writer_unlock_after_fork(pid == 0);
 	if (pid == 0) {
 		agent_pid = getpid();
+		/* The rings this thread knew are the parent's. */
+		agent_rings_after_fork();
 		if (conf.follow) {
-			agent_rings_after_fork(true);
 			for (int i = 0; i < ntevs && missed_base; i++)
 				missed_base[i] = tev_missed(&tevs[i]);
-			if (conf.events && writer_start())
-				agent_note_error("pid %d: cannot start the writer thread", getpid());
+			atomic_fetch_add(&shm->processes, 1);
+			meta_after_fork();
 		} else {
 			/* Stop tracing: the probes are disarmed in this
 			 * address space, the parent's stay. */
 			atomic_store(&tracing, 0);
 			agent_state = AGENT_CHILD_OFF;
-			agent_rings_after_fork(false);
 			ukprobes_set_enabled(0);
 		}
 	}
@@ -788,21 +1125,20 @@ static void child_env(char *const env[], char **out, char (*bufs)[AGENT_ENV_BUF]
 	agent_env_child(&ae, env, out, bufs);
 }
 
-/* Called before an exec of this process: write what the buffers hold, and
- * let the new image inherit the descriptors if it will trace (traced). */
+/* Called before an exec of this process: the rings of this image go back
+ * to the command once it has read them (what they hold is recorded
+ * already), and the new image inherits the descriptor if it will trace
+ * (traced). */
 static void before_exec(bool traced)
 {
 	if (getpid() != agent_pid)
-		return;	/* a vfork child: the parent's writer goes on */
+		return;	/* a vfork child: the parent's rings */
 	agent_enter();
 	account_missed();
-	if (conf.events)
-		writer_flush();
-	if (!conf.follow && traced) {
+	agent_ring_retire();
+	meta_retire();
+	if (!conf.follow && traced)
 		fcntl(conf.shm_fd, F_SETFD, 0);
-		if (conf.out_fd >= 0)
-			fcntl(conf.out_fd, F_SETFD, 0);
-	}
 	agent_leave();
 }
 
@@ -811,10 +1147,12 @@ static void after_failed_exec(bool traced)
 {
 	int e = errno;
 
-	if (getpid() == agent_pid && !conf.follow && traced) {
-		fcntl(conf.shm_fd, F_SETFD, FD_CLOEXEC);
-		if (conf.out_fd >= 0)
-			fcntl(conf.out_fd, F_SETFD, FD_CLOEXEC);
+	if (getpid() == agent_pid) {
+		if (!conf.follow && traced)
+			fcntl(conf.shm_fd, F_SETFD, FD_CLOEXEC);
+		agent_enter();
+		meta_start();
+		agent_leave();
 	}
 	errno = e;
 }
@@ -1059,7 +1397,7 @@ AGENT_API void _exit(int status)
 {
 	REAL(_exit);
 	if (agent_state == AGENT_TRACING && getpid() == agent_pid) {
-		agent_finish(true);
+		agent_finish();
 		agent_state = AGENT_OFF;
 	}
 	real__exit(status);

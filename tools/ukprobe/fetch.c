@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fetch.h"
+#include "tool_arch.h"
 
 #define PAGE_SZ 4096ul
 
@@ -131,20 +132,15 @@ static int read_string(char *dst, unsigned long src, size_t cap)
 	return (int)cap;
 }
 
-/* regs_get_kernel_argument(), fault-safe. */
+/* regs_get_kernel_argument(), fault-safe: the arguments past those in
+ * registers are read from the stack with mem_read(). */
 static int get_argument(struct pt_regs *regs, unsigned int n, unsigned long *val)
 {
-	switch (n) {
-	case 0: *val = regs->di; return 0;
-	case 1: *val = regs->si; return 0;
-	case 2: *val = regs->dx; return 0;
-	case 3: *val = regs->cx; return 0;
-	case 4: *val = regs->r8; return 0;
-	case 5: *val = regs->r9; return 0;
-	default:
-		/* above the return address, at the function's first insn */
-		return mem_read(val, regs->sp + (n - 6 + 1) * sizeof(long), sizeof(long));
+	if (n < TOOL_REG_ARGS) {
+		*val = regs_get_kernel_argument(regs, n);
+		return 0;
 	}
+	return mem_read(val, tool_stack_arg_addr(regs, n), sizeof(*val));
 }
 
 void fetch_save_entry_args(const struct pe_event *ev, struct pt_regs *regs,
@@ -195,18 +191,19 @@ static int run(const struct pe_arg *a, const struct fetch_ctx *c, uint8_t *buf, 
 		val = *(const unsigned long *)((const char *)regs + code->param);
 		break;
 	case FOP_STACK:
-		if (!regs || mem_read(&val, regs->sp + code->param * sizeof(long), sizeof(long)))
+		if (!regs || mem_read(&val, kernel_stack_pointer(regs) + code->param * sizeof(long),
+				      sizeof(long)))
 			return -EFAULT;
 		break;
 	case FOP_STACKP:
 		if (!regs)
 			return -EFAULT;
-		val = regs->sp;
+		val = kernel_stack_pointer(regs);
 		break;
 	case FOP_RETVAL:
 		if (!regs)
 			return -EFAULT;
-		val = regs->ax;
+		val = regs_return_value(regs);
 		break;
 	case FOP_IMM:
 		val = code->imm;

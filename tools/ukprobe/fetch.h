@@ -13,8 +13,9 @@
 
 struct fetch_ctx {
 	struct pt_regs *regs;
-	unsigned long retval_valid;	/* nonzero in a return handler: regs->ax
-					 * is the return value */
+	unsigned long retval_valid;	/* nonzero in a return handler:
+					 * regs_return_value() is the return
+					 * value */
 	const char *comm;		/* thread name, read at thread start */
 	const unsigned long *edata;	/* return probes: what
 					 * fetch_save_entry_args() saved at
@@ -46,7 +47,7 @@ void fetch_save_entry_args(const struct pe_event *ev, struct pt_regs *regs,
  *   string[N] (N char * in memory): N records "status byte (0 ok, 1 the
  *     string faulted), bytes, NUL", each truncated to len / N bytes.
  * ctx->retval_valid is informational: $retval only parses in return probes
- * and reads regs->ax.
+ * and reads regs_return_value().
  */
 int fetch_arg(const struct pe_arg *a, const struct fetch_ctx *c, void *buf, size_t len);
 

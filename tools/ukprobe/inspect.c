@@ -43,7 +43,7 @@ static char sym_letter(const struct ksym *s)
 	return s->bind == STB_WEAK ? 'V' : s->bind == STB_LOCAL ? 'd' : 'D';
 }
 
-static int list_file(const char *path, const char *pat, bool data, bool header)
+static int list_file(const char *path, const char *pat, bool data, bool header, bool quiet)
 {
 	char err[512];
 	struct symfile *sf = symfile_open(path, err, sizeof(err));
@@ -63,12 +63,23 @@ static int list_file(const char *path, const char *pat, bool data, bool header)
 			continue;
 		if (!pattern_match(pat, ksym_name(sf, s)))
 			continue;
+		n++;
+		if (quiet)
+			continue;
+		n--;
 		if (header && !n)
 			printf("# %s%s\n", path, sf->has_symtab ? "" : " (no .symtab: dynamic symbols)");
 		symfile_vaddr_to_off(sf, s->addr, &off);
-		printf("%016llx 0x%-9llx %7llu %c %s\n", (unsigned long long)s->addr,
-		       (unsigned long long)off, (unsigned long long)(s->sized ? s->size : 0),
-		       sym_letter(s), ksym_name(sf, s));
+		{
+			char dbuf[4096];
+			const char *d = sym_demangle(ksym_name(sf, s), dbuf, sizeof(dbuf));
+
+			/* A C++ name: the demangled one too. */
+			printf("%016llx 0x%-9llx %7llu %c %s%s%s%s\n", (unsigned long long)s->addr,
+			       (unsigned long long)off, (unsigned long long)(s->sized ? s->size : 0),
+			       sym_letter(s), ksym_name(sf, s), d == dbuf ? " (" : "",
+			       d == dbuf ? d : "", d == dbuf ? ")" : "");
+		}
 		n++;
 	}
 	symfile_close(sf);
@@ -119,11 +130,12 @@ int cmd_list_symbols(int argc, char **argv, const char *usage)
 	char *path = NULL;
 	int c, total = 0;
 
+	sym_demangle_may_load(true);
 	while ((c = getopt_long(argc, argv, "dh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': data = true; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: fprintf(stderr, "Try 'ukprobe list-symbols --help'\n"); return 2;
 		}
 	}
 	argc -= optind;
@@ -152,7 +164,14 @@ int cmd_list_symbols(int argc, char **argv, const char *usage)
 				 obj);
 			return 2;
 		}
-		n = list_file(path, pat, data, true);
+		n = list_file(path, pat, data, true, false);
+		if (n == 0 && pat && list_file(path, NULL, data, false, true) > 0)
+			tool_err("%s: no %s symbol matches %s", path, data ? "data or function" :
+				 "function", pat);
+		else if (n == 0)
+			tool_err("%s: no %s symbols (stripped): probe its code by file offset, "
+				 "OBJ:0xOFFSET (see ukprobe(1)), or list the symbols of an "
+				 "unstripped copy", path, data ? "data or function" : "function");
 		free(path);
 		return n < 0 ? 2 : n ? 0 : 1;
 	}
@@ -162,7 +181,7 @@ int cmd_list_symbols(int argc, char **argv, const char *usage)
 
 		lobjs_foreach(collect_obj, &p);
 		for (int i = 0; i < p.n; i++) {
-			int n = list_file(p.v[i], pat, data, true);
+			int n = list_file(p.v[i], pat, data, true, false);
 
 			if (n > 0)
 				total += n;
@@ -343,7 +362,7 @@ int cmd_check(int argc, char **argv, const char *usage)
 			break;
 		case 'x': exe = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: fprintf(stderr, "Try 'ukprobe check --help'\n"); return 2;
 		}
 	}
 	if (!exe && optind < argc)

@@ -30,9 +30,11 @@
 
 #include "probe_events.h"
 #include "fetch.h"
+#include "filter.h"
 
 #define MAX_ARGSTR_LEN		63	/* the kernel's */
-#define PARAM_MAX_STACK		2048	/* THREAD_SIZE / sizeof(long) on x86-64 */
+#define PARAM_MAX_STACK		2048	/* the kernel's THREAD_SIZE / sizeof(long):
+					 * 2048 on x86-64, i386 and arm64 */
 
 #define C(a, b) #a
 static const char *const err_names[] = { PE_ERRORS };
@@ -315,6 +317,28 @@ const char *pe_type_name(enum pe_type t)
 		if (type_table[i].type == t)
 			return type_table[i].name;
 	return "?";
+}
+
+bool pe_arg_matches(const struct pe_event *ev, const struct pe_arg *a, const char *want)
+{
+	const char *dot = strpbrk(want, ".:");
+
+	if (!dot)
+		return !strcmp(a->name, want);
+	return strlen(ev->event) == (size_t)(dot - want) &&
+	       !strncmp(ev->event, want, (size_t)(dot - want)) && !strcmp(a->name, dot + 1);
+}
+
+bool pe_arg_numeric(const struct pe_arg *a)
+{
+	if (a->array_len)
+		return false;
+	switch (a->type) {
+	case PE_STRING: case PE_USTRING: case PE_SYMSTR:
+		return false;
+	default:
+		return true;
+	}
 }
 
 int pe_arg_type_str(const struct pe_arg *a, char *out, size_t len)
@@ -889,7 +913,7 @@ static int check_point(struct pe_event *ev, struct pe_error *err)
 	unsigned long addr;
 	int ret;
 
-	if (!g_resolve || !ev->symbol[0])
+	if (!g_resolve || !ev->symbol[0] || ev->multi)
 		return 0;
 	ret = g_resolve(ev->object[0] ? ev->object : NULL, ev->symbol, &addr);
 	if (ret) {
@@ -986,7 +1010,16 @@ static int parse_point(struct pctx *c, bool *is_return)
 			goto out;
 		}
 	}
-	colon = strrchr(sym, ':');
+	/* OBJ:SYM splits at the last single ':' (a "::" is C++'s). */
+	colon = NULL;
+	for (char *q = sym; *q; q++) {
+		if (q[0] == ':' && q[1] == ':') {
+			q++;
+			continue;
+		}
+		if (*q == ':')
+			colon = q;
+	}
 	rest = sym;
 	if (colon) {
 		if (colon == sym || (size_t)(colon - sym) >= sizeof(ev->object)) {
@@ -1024,6 +1057,13 @@ static int parse_point(struct pctx *c, bool *is_return)
 	}
 	strcpy(ev->symbol, rest);
 	ev->offset = (unsigned long)offset;
+	/* A glob, or a C++ name as written in the source (every overload):
+	 * several functions, one probe each, at +0. */
+	ev->multi = strpbrk(rest, "*?[") || strstr(rest, "::");
+	if (ev->multi && offset) {
+		ret = log_err(c, (int)(strpbrk(sym + (rest - sym), "+-") - sym), PE_ERR_BAD_PROBE_ADDR);
+		goto out;
+	}
 	ret = check_point(ev, c->err);
 	if (ret)
 		goto out;
@@ -1075,6 +1115,7 @@ static int parse_event_name(struct pctx *c, const char *event, int offset,
 		return log_err(c, offset, PE_ERR_BAD_EVENT_NAME);
 	strcpy(ev->event, event);
 	*have_event = true;
+	ev->named = true;
 	return 0;
 }
 
@@ -1086,10 +1127,10 @@ static void default_event_name(struct pe_event *ev)
 
 	obj = obj ? obj + 1 : ev->object;
 	if (ev->symbol[0]) {
-		if (*obj)
-			snprintf(buf, sizeof(buf), "%c_%s_%s_%lu", k, obj, ev->symbol, ev->offset);
-		else
-			snprintf(buf, sizeof(buf), "%c_%s_%lu", k, ev->symbol, ev->offset);
+		/* As the kernel names kprobe events: p_SYM_OFFS, whatever
+		 * the object (two definitions of one SYM in two objects need
+		 * a name each: EVENT_EXIST). */
+		snprintf(buf, sizeof(buf), "%c_%s_%lu", k, ev->symbol, ev->offset);
 	} else if (ev->addr_is_file_offset) {
 		/* trace_uprobe: the file's base name up to the first . - _ */
 		int n = (int)strcspn(obj, ".-_");
@@ -1115,6 +1156,8 @@ void pe_event_free(struct pe_event *ev)
 	}
 	free(ev->text);
 	ev->text = NULL;
+	free(ev->filter);
+	ev->filter = NULL;
 	ev->nargs = 0;
 }
 
@@ -1125,7 +1168,7 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 	bool is_return, have_event = false;
 	const char *event;
 	char *a0;
-	int ret, argc, nargs;
+	int ret, argc, nargs, if_at = 0;
 
 	if (!perr)
 		perr = &dummy;
@@ -1141,6 +1184,14 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 	if (argc < 0)
 		goto nomem;
 	c.argc = argc;
+	/* "... if FILTER": the arguments end at the "if". */
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(c.argv[i], "if")) {
+			if_at = i;
+			argc = i;
+			break;
+		}
+	}
 
 	if (argc == 0 || (c.argv[0][0] != 'p' && c.argv[0][0] != 'r')) {
 		ret = log_err(&c, 0, PE_ERR_BAD_PROBE_TYPE);
@@ -1182,8 +1233,16 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 		goto out;
 	}
 	if (argc < 2) {
-		c.index = 1;
-		ret = log_err(&c, 0, PE_ERR_BAD_PROBE_ADDR);
+		/* No probe point.  After "p:NAME" the caret goes under NAME
+		 * (the point the user meant to give, not an event name),
+		 * not past the end of the line. */
+		if (event) {
+			c.index = 0;
+			ret = log_err(&c, (int)(event - a0), PE_ERR_BAD_PROBE_ADDR);
+		} else {
+			c.index = 1;
+			ret = log_err(&c, 0, PE_ERR_BAD_PROBE_ADDR);
+		}
 		goto out;
 	}
 
@@ -1238,6 +1297,19 @@ int pe_parse(const char *def, struct pe_event *ev, struct pe_error *perr)
 			goto out;
 	}
 	ev->nargs = nargs;
+	if (if_at) {
+		if (if_at + 1 >= c.argc) {
+			perr->code = PE_ERR_NO_EP_FILTER;
+			perr->pos = c.argpos[if_at] + 2;
+			perr->reason = err_reasons[PE_ERR_NO_EP_FILTER];
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = filter_compile(def + c.argpos[if_at + 1], c.argpos[if_at + 1], ev,
+				     &ev->filter, perr);
+		if (ret)
+			goto out;
+	}
 	ret = pe_event_resolve(ev, perr);
 out:
 	if (ret == -ENOMEM) {

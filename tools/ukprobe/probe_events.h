@@ -55,6 +55,7 @@ enum pe_type {
 };
 
 struct pe_fetch;	/* compiled fetch program (fetch.h) */
+struct pe_filter;	/* compiled filter (filter.h) */
 
 struct pe_arg {
 	char name[PE_MAX_ARG_NAME_LEN + 1];	/* NAME= or "argN" (1-based) */
@@ -78,6 +79,10 @@ struct pe_event {
 	unsigned long address;	/* ADDR (absolute), or the file offset of
 				 * OBJ:0xOFFSET when addr_is_file_offset */
 	bool addr_is_file_offset;
+	bool named;		/* the event was named (p:EVENT ...) */
+	bool multi;		/* SYM is a glob (str*) or a C++ name
+				 * (ns::Class::fn): each function it names
+				 * gets a probe */
 	int maxactive;		/* r<N>; 0 = default */
 	int point_pos;		/* where the probe point starts in text (for
 				 * BAD_INSN_BNDRY, BAD_PROBE_ADDR ... carets) */
@@ -90,8 +95,11 @@ struct pe_event {
 	 * kretprobe entry handler with fetch_save_entry_args() into an array
 	 * of nentry_args unsigned longs (the kernel's entry data). */
 	int nentry_args;
-	int entry_args[PE_MAX_ARGS];	/* 0-based SysV argument numbers */
+	int entry_args[PE_MAX_ARGS];	/* 0-based argument numbers, as
+					 * regs_get_kernel_argument() counts */
 	char *text;		/* the original definition (malloc'd) */
+	/* "if FILTER" at the end (filter.h); NULL without one. */
+	struct pe_filter *filter;
 };
 
 /* The kernel's error names (kernel/trace/trace_probe.h ERRORS), same order
@@ -224,5 +232,12 @@ const char *pe_type_name(enum pe_type t);
 /* The argument's full type as written: "u32", "b3@4/32", "x8[4]"; returns
  * the length as snprintf. */
 int pe_arg_type_str(const struct pe_arg *a, char *out, size_t len);
+
+/* Does want ("NAME", or "EVENT.NAME" / "EVENT:NAME") name argument a of
+ * ev?  How --hist and --by name an argument. */
+bool pe_arg_matches(const struct pe_event *ev, const struct pe_arg *a, const char *want);
+
+/* Can a's values be binned or compared as numbers (not strings, arrays)? */
+bool pe_arg_numeric(const struct pe_arg *a);
 
 #endif

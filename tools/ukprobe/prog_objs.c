@@ -208,6 +208,8 @@ int prog_objs_check(struct prog_objs *P, const struct pe_event *ev, bool files_t
 	memset(pi, 0, sizeof(*pi));
 	if (!ev->symbol[0] && !ev->addr_is_file_offset)
 		return POINT_LATER;	/* an absolute address */
+	if (ev->multi)
+		return POINT_LATER;	/* a glob, a C++ name: expanded when placed */
 	if (ev->object[0]) {
 		*o = prog_objs_find(P, ev->object, files_too);
 		if (!*o && files_too) {

@@ -79,11 +79,18 @@ void report_hist(FILE *out, const char *name, const struct uks_hist *h)
 
 void report_hist_json(FILE *out, const char *name, const struct uks_hist *h)
 {
-	bool first = true;
-
 	fprintf(out, "{\"type\":\"hist\",\"name\":");
 	json_fputq(out, name);
-	fprintf(out, ",\"count\":%" PRIu64 ",\"buckets\":[", (uint64_t)atomic_load(&h->count));
+	fputc(',', out);
+	report_hist_json_body(out, h);
+	fprintf(out, "}\n");
+}
+
+void report_hist_json_body(FILE *out, const struct uks_hist *h)
+{
+	bool first = true;
+
+	fprintf(out, "\"count\":%" PRIu64 ",\"buckets\":[", (uint64_t)atomic_load(&h->count));
 	for (int b = 0; b < UKS_BUCKETS; b++) {
 		uint64_t c = atomic_load(&h->b[b]);
 
@@ -102,7 +109,7 @@ void report_hist_json(FILE *out, const char *name, const struct uks_hist *h)
 				(1ull << (b - 1)) - 1);
 		fprintf(out, ",\"count\":%" PRIu64 "}", c);
 	}
-	fprintf(out, "]}\n");
+	fprintf(out, "]");
 }
 
 /*
@@ -175,12 +182,20 @@ void report_latency(FILE *out, const char *func, const struct uks_hist *h,
 void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
 			 unsigned long long unit_div, const char *unit)
 {
+	fprintf(out, "{\"type\":\"latency\",\"function\":");
+	json_fputq(out, func);
+	fputc(',', out);
+	report_latency_json_body(out, h, unit_div, unit);
+	fprintf(out, "}\n");
+}
+
+void report_latency_json_body(FILE *out, const struct uks_hist *h, unsigned long long unit_div,
+			      const char *unit)
+{
 	uint64_t count = atomic_load(&h->count), sum = atomic_load(&h->sum);
 	bool first = true;
 
-	fprintf(out, "{\"type\":\"latency\",\"function\":");
-	json_fputq(out, func);
-	fprintf(out, ",\"unit\":\"%s\",\"count\":%" PRIu64 ",\"total\":%llu,\"avg\":%llu,"
+	fprintf(out, "\"unit\":\"%s\",\"count\":%" PRIu64 ",\"total\":%llu,\"avg\":%llu,"
 		"\"buckets_ns\":[", unit, count, (unsigned long long)(sum / unit_div),
 		count ? (unsigned long long)(sum / count / unit_div) : 0ull);
 	for (int b = 1; b < UKS_BUCKETS; b++) {
@@ -193,5 +208,45 @@ void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
 			b == 1 ? 0ull : (b - 1 >= 64 ? ~0ull : (1ull << (b - 1)) - 1), c);
 		first = false;
 	}
-	fprintf(out, "]}\n");
+	fprintf(out, "]");
+}
+
+void report_summaries(FILE *out, bool json, const struct uks *shm,
+		      const struct pe_event *evs, int nevs, const struct summary_opts *o)
+{
+	if (o->count) {
+		if (json) {
+			fprintf(out, "{\"type\":\"counts\",\"counts\":{");
+			for (int i = 0; i < nevs; i++) {
+				fputs(i ? "," : "", out);
+				json_fputq(out, evs[i].event);
+				fprintf(out, ":%llu", (unsigned long long)atomic_load(&uks_ev(shm, i)->hits));
+			}
+			fprintf(out, "}}\n");
+		} else {
+			for (int i = 0; i < nevs; i++)
+				fprintf(out, "@count[%s]: %llu\n", evs[i].event,
+					(unsigned long long)atomic_load(&uks_ev(shm, i)->hits));
+			fprintf(out, "\n");
+		}
+	}
+	for (int h = 0; h < o->nhists; h++) {
+		if (json)
+			report_hist_json(out, o->hists[h], &shm->hist[h]);
+		else
+			report_hist(out, o->hists[h], &shm->hist[h]);
+	}
+	if (o->latency) {
+		for (int i = 0; i < nevs; i++) {
+			char name[600];
+
+			snprintf(name, sizeof(name), "%s%s%s", evs[i].object,
+				 evs[i].object[0] ? ":" : "", evs[i].symbol);
+			if (json)
+				report_latency_json(out, name, &uks_ev(shm, i)->lat, o->unit_div, o->unit);
+			else
+				report_latency(out, name, &uks_ev(shm, i)->lat, o->unit_div, o->unit);
+		}
+	}
+	fflush(out);
 }

@@ -10,6 +10,12 @@
  * Totals are thus exact over every traced process, even one killed by a
  * signal.
  *
+ * After the header come the rings (ring.h): nrings descriptors, then
+ * nrings * ring_size bytes of records.  The handlers write their records
+ * there and the command reads them from the same memory: what a process
+ * recorded is the command's as soon as it is written, whatever happens to
+ * the process next (execve, _exit, abort, a fatal signal, SIGKILL).
+ *
  * The environment the command gives the agent (removed by the agent before
  * the program's main runs):
  *   UKPROBE_AGENT_CONF   key=value;... (see agent.c: parse_conf)
@@ -27,8 +33,8 @@
 #include <stdint.h>
 
 #define UKS_MAGIC		0x756b7072u	/* "ukpr" */
-#define UKS_VERSION		2u
-#define UKS_MAX_EVENTS		128
+#define UKS_VERSION		4u
+#define UKS_MAX_EVENTS		65535	/* definitions (records: 16-bit ids) */
 #define UKS_MAX_HISTS		8
 #define UKS_ERRLEN		512
 #define UKS_NAMELEN		96
@@ -60,6 +66,10 @@ struct uks_event {
 	_Atomic uint64_t dropped;	/* records lost to a full buffer */
 	_Atomic uint32_t placed;	/* processes where it was registered */
 	_Atomic uint32_t failed;	/* processes where registration failed */
+	_Atomic uint32_t probes;	/* probes placed (a glob: one per function) */
+	_Atomic uint32_t refused;	/* functions of a glob that could not be */
+	_Atomic uint64_t place_ns;	/* time the agent took to place it (the
+					 * longest of the processes) */
 	_Atomic uint32_t error_set;
 	int32_t err_code, err_pos;	/* its PE_ERR_* code and caret (0: none) */
 	char error[UKS_ERRLEN];		/* first failure, as text */
@@ -78,8 +88,36 @@ struct uks {
 	_Atomic uint32_t agent_errors;	/* agent problems (see agent_error) */
 	_Atomic uint32_t agent_error_set;
 	char agent_error[UKS_ERRLEN];
-	struct uks_event ev[UKS_MAX_EVENTS];
 	struct uks_hist hist[UKS_MAX_HISTS];
+	uint64_t ev_off;		/* nevents struct uks_event, one per
+					 * definition, at this offset (uks_ev()) */
+
+	/* The rings (ring.h), set by the command before the program starts. */
+	uint32_t nrings;
+	uint32_t ring_size;		/* bytes of records per ring, power of 2 */
+	uint64_t rings_off;		/* offset of the descriptors in the memfd */
+	uint64_t data_off;		/* offset of ring 0's records */
+	uint64_t total_size;		/* of the memfd */
+	/* The consumer (the command): handlers wake it through this futex
+	 * word (a shared futex: other processes), and it says it is alive and
+	 * moving by bumping beat_ns (CLOCK_MONOTONIC) at least every few
+	 * milliseconds.  A handler that finds its ring full waits for the
+	 * consumer while it moves; once it has not moved for
+	 * UKS_STALL_NS, records are dropped and counted in the stream. */
+	_Atomic uint32_t consumer_wake;
+	_Atomic uint32_t consumer_gone;	/* the command has finished */
+	_Atomic uint64_t beat_ns;
+	_Atomic uint32_t no_wait;	/* --no-wait: drop rather than wait */
+	_Atomic uint32_t rings_low;	/* a handler found no free ring */
+	_Atomic uint32_t rings_freed;	/* bumped (and futex-woken) when
+					 * the command frees rings */
 };
+
+#define UKS_STALL_NS		(2ull * 1000000000ull)
+
+static inline struct uks_event *uks_ev(const struct uks *s, int i)
+{
+	return (struct uks_event *)((char *)s + s->ev_off) + i;
+}
 
 #endif

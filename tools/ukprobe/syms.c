@@ -7,6 +7,8 @@
  * life of the process: an object unloaded and loaded again finds its table.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <fnmatch.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwarf_eh.h"
 #include "syms.h"
 
 /* ------------------------------------------------------------------------ */
@@ -107,40 +110,6 @@ static bool want_sym(const GElf_Sym *s, const char *name)
 }
 
 /*
- * A pointer of the DWARF exception-header encoding enc (DW_EH_PE_*) at *p,
- * whose own link-time address is at; datarel is relative to base (the start
- * of .eh_frame_hdr).  Only what .eh_frame_hdr uses: fixed sizes, absolute,
- * pc- or data-relative.  0, or -EINVAL.
- */
-static int eh_pointer(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at,
-		      uint64_t base, uint64_t *out)
-{
-	size_t size;
-	uint64_t v = 0;
-
-	switch (enc & 0x0f) {
-	case 0x00: case 0x04: case 0x0c: size = 8; break;	/* absptr, u/sdata8 */
-	case 0x03: case 0x0b: size = 4; break;			/* u/sdata4 */
-	case 0x02: case 0x0a: size = 2; break;			/* u/sdata2 */
-	default: return -EINVAL;
-	}
-	if ((size_t)(end - *p) < size)
-		return -EINVAL;
-	memcpy(&v, *p, size);	/* little-endian, as the files we read */
-	if ((enc & 0x08) && size < 8 && (v >> (size * 8 - 1)))
-		v |= ~0ull << (size * 8);	/* signed */
-	*p += size;
-	switch (enc & 0x70) {
-	case 0x00: break;			/* absolute */
-	case 0x10: v += at; break;		/* pcrel */
-	case 0x30: v += base; break;		/* datarel */
-	default: return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-/*
  * The functions of the unwind tables: .eh_frame_hdr's binary-search table
  * (version 1) lists the start of every function that has an FDE, sorted.
  * Stripped files keep it: it is how their code can be decoded from a
@@ -164,8 +133,8 @@ static void read_cfi_starts(Elf *elf, struct symfile *sf, const GElf_Phdr *ph)
 	{
 		const uint8_t *q = p + 4;
 
-		if (eh_pointer(&q, end, p[1], hdr + 4, hdr, &fde_table) ||
-		    eh_pointer(&q, end, enc_count, hdr + (uint64_t)(q - p), hdr, &count))
+		if (dwarf_eh_pointer(&q, end, p[1], hdr + 4, hdr, &fde_table) ||
+		    dwarf_eh_pointer(&q, end, enc_count, hdr + (uint64_t)(q - p), hdr, &count))
 			return;
 		p = q;
 	}
@@ -178,9 +147,9 @@ static void read_cfi_starts(Elf *elf, struct symfile *sf, const GElf_Phdr *ph)
 		uint64_t start, fde;
 		const uint8_t *q = p;
 
-		if (eh_pointer(&q, end, enc_table, hdr + (uint64_t)(p - (const uint8_t *)d->d_buf),
+		if (dwarf_eh_pointer(&q, end, enc_table, hdr + (uint64_t)(p - (const uint8_t *)d->d_buf),
 			       hdr, &start) ||
-		    eh_pointer(&q, end, enc_table, hdr + (uint64_t)(q - (const uint8_t *)d->d_buf),
+		    dwarf_eh_pointer(&q, end, enc_table, hdr + (uint64_t)(q - (const uint8_t *)d->d_buf),
 			       hdr, &fde))
 			break;
 		p = q;
@@ -579,6 +548,129 @@ long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t le
 }
 
 /* ------------------------------------------------------------------------ */
+/* C++ names                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn demangler;
+static bool demangler_tried, demangle_may_load;
+
+void sym_demangle_may_load(bool yes)
+{
+	demangle_may_load = yes;
+}
+
+/* libstdc++'s __cxa_demangle(): the process's own if it has one (a C++
+ * program, or one that loaded a C++ library); the command may load it. */
+static cxa_demangle_fn get_demangler(void)
+{
+	if (!demangler && (!demangler_tried || demangle_may_load)) {
+		demangler_tried = true;
+		demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (!demangler && demangle_may_load) {
+			void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+
+			if (h)
+				demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+			demangle_may_load = false;
+		}
+	}
+	return demangler;
+}
+
+const char *sym_demangle(const char *name, char *buf, size_t len)
+{
+	cxa_demangle_fn f;
+	char *d;
+	int st = -1;
+
+	if (name[0] != '_' || name[1] != 'Z' || !(f = get_demangler()))
+		return name;
+	d = f(name, NULL, NULL, &st);
+	if (!d || st)
+		return name;
+	snprintf(buf, len, "%s", d);
+	free(d);
+	return buf;
+}
+
+/* "ns::C::f(int) const" -> "ns::C::f": up to the parameters' '(' (not one
+ * of "operator()" or inside a template's <...>). */
+static void strip_params(char *s)
+{
+	int depth = 0;
+
+	for (char *p = s; *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>' && depth)
+			depth--;
+		else if (*p == '(' && !depth &&
+			 !(p - s >= 8 && !strncmp(p - 8, "operator", 8))) {
+			*p = '\0';
+			return;
+		}
+	}
+}
+
+/*
+ * Is name the mangled name of a function called qual ("ns::Parser::parse",
+ * identifiers joined by "::"), whatever its parameters and qualifiers?
+ * The Itanium ABI's nested name, _ZN [rVKRO]* <len><id>... E <params>: no
+ * demangler needed (a C program, or a C++ one whose libstdc++ is not
+ * loaded yet, has none).  Templates and operators need the demangler.
+ */
+static bool mangled_is(const char *qual, const char *name)
+{
+	const char *q = qual, *n = name;
+
+	if (strncmp(n, "_ZN", 3))
+		return false;
+	n += 3;
+	while (*n && strchr("rVKRO", *n))
+		n++;
+	while (*q) {
+		size_t len = strcspn(q, ":");
+		char num[16];
+		int k;
+
+		if (!len)
+			return false;
+		k = snprintf(num, sizeof(num), "%zu", len);
+		if (strncmp(n, num, (size_t)k) || strncmp(n + k, q, len))
+			return false;
+		n += (size_t)k + len;
+		q += len;
+		if (*q) {
+			if (q[0] != ':' || q[1] != ':')
+				return false;
+			q += 2;
+		}
+	}
+	return *n == 'E';
+}
+
+bool sym_name_matches(const char *pattern, const char *name)
+{
+	bool glob = strpbrk(pattern, "*?[") != NULL;
+	char buf[4096];
+	const char *d;
+
+	if (glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name))
+		return true;
+	if (!glob && strstr(pattern, "::") && !strpbrk(pattern, "<>() ~") &&
+	    mangled_is(pattern, name))
+		return true;
+	if (name[0] != '_' || name[1] != 'Z')
+		return false;
+	d = sym_demangle(name, buf, sizeof(buf));
+	if (d != buf)
+		return false;
+	strip_params(buf);
+	return glob ? !fnmatch(pattern, buf, 0) : !strcmp(pattern, buf);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Names of objects                                                          */
 /* ------------------------------------------------------------------------ */
 
@@ -669,6 +761,22 @@ static int find_loaded_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* A copy of s at the end of the NULL-terminated vector *v of *n strings. */
+static bool strv_push(char ***v, size_t *n, const char *s)
+{
+	char *d = strdup(s);
+	char **nv = d ? realloc(*v, (*n + 2) * sizeof(**v)) : NULL;
+
+	if (!nv) {
+		free(d);
+		return false;
+	}
+	*v = nv;
+	(*v)[(*n)++] = d;
+	(*v)[*n] = NULL;
+	return true;
+}
+
 /* Directories of /etc/ld.so.conf and the files it includes (one level). */
 static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 {
@@ -698,37 +806,90 @@ static void add_conf_dirs(const char *conf, char ***dirs, size_t *n, int depth)
 			/* Only the usual "dir/\*.conf" form. */
 			char *star = strstr(pat, "*.conf");
 			if (star) {
+				/* In name order, as ldconfig's glob() reads them. */
 				char dir[PATH_MAX];
-				DIR *d;
-				struct dirent *de;
+				struct dirent **de = NULL;
+				int nde;
 
 				snprintf(dir, sizeof(dir), "%.*s", (int)(star - pat), pat);
-				d = opendir(dir);
-				if (!d)
-					continue;
-				while ((de = readdir(d))) {
-					size_t l = strlen(de->d_name);
+				nde = scandir(dir, &de, NULL, alphasort);
+				for (int i = 0; i < nde; i++) {
+					size_t l = strlen(de[i]->d_name);
 					char p[PATH_MAX];
 
-					if (l < 5 || strcmp(de->d_name + l - 5, ".conf"))
-						continue;
-					if (snprintf(p, sizeof(p), "%s%s", dir, de->d_name) >=
+					if (l >= 5 && !strcmp(de[i]->d_name + l - 5, ".conf") &&
+					    snprintf(p, sizeof(p), "%s%s", dir, de[i]->d_name) <
 					    (int)sizeof(p))
-						continue;
-					add_conf_dirs(p, dirs, n, depth + 1);
+						add_conf_dirs(p, dirs, n, depth + 1);
+					free(de[i]);
 				}
-				closedir(d);
+				free(de);
 			}
 			continue;
 		}
-		char **nd = realloc(*dirs, (*n + 2) * sizeof(**dirs));
-		if (!nd)
+		if (!strv_push(dirs, n, s))
 			break;
-		*dirs = nd;
-		(*dirs)[(*n)++] = strdup(s);
-		(*dirs)[*n] = NULL;
 	}
 	fclose(f);
+}
+
+/*
+ * The run-time linker's own directories, searched after its cache: asked
+ * of it (RTLD_DI_SERINFO, for libc's link map: no object's RUNPATH), so
+ * they are the multiarch ones of this system (/lib/x86_64-linux-gnu,
+ * /lib/aarch64-linux-gnu, ...) without naming any here.  Its list also
+ * holds LD_LIBRARY_PATH's, searched already: they find nothing twice.
+ */
+static void add_loader_dirs(char ***dirs, size_t *n)
+{
+	static const char *const fallback[] = { "/lib", "/usr/lib" };
+	Dl_serinfo size, *si = NULL;
+	Dl_info libc;
+	void *h = NULL;
+	size_t cnt = 0;
+
+	if (dladdr((void *)dlinfo, &libc) && libc.dli_fname)
+		h = dlopen(libc.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (h && dlinfo(h, RTLD_DI_SERINFOSIZE, &size) == 0 && (si = malloc(size.dls_size))) {
+		*si = size;
+		if (dlinfo(h, RTLD_DI_SERINFO, si) == 0)
+			cnt = si->dls_cnt;
+	}
+	if (h)
+		dlclose(h);
+	for (size_t i = 0; i < (cnt ? cnt : sizeof(fallback) / sizeof(*fallback)); i++) {
+		if (!strv_push(dirs, n, cnt ? si->dls_serpath[i].dls_name : fallback[i]))
+			break;
+	}
+	free(si);
+}
+
+/* Is the file an ELF object of the machine and class ukprobe runs on?  A
+ * library of another one (/usr/lib32's) is not what a program of ours
+ * would load, as the run-time linker skips it. */
+static bool same_machine(const char *path)
+{
+	static unsigned char self[20];
+	static bool have;
+	unsigned char h[20];
+	int fd;
+	bool ok;
+
+	if (!have) {
+		fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		have = fd >= 0 && read(fd, self, sizeof(self)) == (ssize_t)sizeof(self);
+		if (fd >= 0)
+			close(fd);
+		if (!have)
+			return true;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = read(fd, h, sizeof(h)) == (ssize_t)sizeof(h);
+	close(fd);
+	/* EI_CLASS, EI_DATA, e_machine */
+	return ok && h[4] == self[4] && h[5] == self[5] && h[18] == self[18] && h[19] == self[19];
 }
 
 static char *search_dir(const char *dir, const char *name)
@@ -739,7 +900,7 @@ static char *search_dir(const char *dir, const char *name)
 	char *best = NULL;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	if (is_file(p))
+	if (is_file(p) && same_machine(p))
 		return realpath(p, NULL);
 	/* "libz.so" for "libz.so.1" when the unversioned link is absent. */
 	d = opendir(dir);
@@ -750,7 +911,7 @@ static char *search_dir(const char *dir, const char *name)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		/* The shortest name: the soname, not the full version. */
-		if (is_file(p) && (!best || strlen(p) < strlen(best))) {
+		if (is_file(p) && same_machine(p) && (!best || strlen(p) < strlen(best))) {
 			free(best);
 			best = strdup(p);
 		}
@@ -767,10 +928,6 @@ static char *search_dir(const char *dir, const char *name)
 
 char *find_object_file(const char *name)
 {
-	static const char *std_dirs[] = {
-		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
-		"/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib", NULL,
-	};
 	struct find_loaded f = { name, NULL };
 	char **dirs = NULL;
 	size_t nd = 0;
@@ -796,11 +953,10 @@ char *find_object_file(const char *name)
 			return r;
 	}
 	add_conf_dirs("/etc/ld.so.conf", &dirs, &nd, 0);
+	add_loader_dirs(&dirs, &nd);
 	for (size_t i = 0; i < nd && !r; i++)
 		r = search_dir(dirs[i], name);
 	strv_free(dirs);
-	for (int i = 0; std_dirs[i] && !r; i++)
-		r = search_dir(std_dirs[i], name);
 	if (!r)
 		r = find_in_path(name);
 	return r;
@@ -1242,11 +1398,47 @@ int lobjs_symfile_at(uintptr_t addr, const struct symfile **sf, uintptr_t *bias)
 	return err;
 }
 
+/* The symbols of the file at path, read once and kept (for objects of
+ * other processes: objmap.c).  Not thread-safe against lobjs_*: the command
+ * uses one or the other from one thread. */
+struct symfile *symfile_cached(const char *path)
+{
+	struct symfile *sf;
+
+	pthread_mutex_lock(&L.lock);
+	sf = cached_symfile(path);
+	pthread_mutex_unlock(&L.lock);
+	return sf;
+}
+
+int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
+		 bool with_off, char *out, size_t len)
+{
+	const struct ksym *s = sf ? symfile_containing(sf, vaddr) : NULL;
+	uint64_t foff;
+
+	if (s) {
+		uint64_t off = vaddr - s->addr;
+		char dbuf[4096];
+		const char *name = sym_demangle(ksym_name(sf, s), dbuf, sizeof(dbuf));
+
+		if (with_off)
+			snprintf(out, len, "%s+0x%llx/0x%llx", name,
+				 (unsigned long long)off, (unsigned long long)s->size);
+		else
+			snprintf(out, len, "%s", name);
+		return 0;
+	}
+	if (sf && symfile_vaddr_to_off(sf, vaddr, &foff) == 0)
+		snprintf(out, len, "%s+0x%llx", objbase, (unsigned long long)foff);
+	else
+		snprintf(out, len, "%s+0x%llx", objbase, (unsigned long long)vaddr);
+	return -ENOENT;
+}
+
 int lobjs_symbolize(uintptr_t addr, bool with_off, char *out, size_t len)
 {
 	struct lobj *o;
-	struct symfile *sf;
-	const struct ksym *s = NULL;
 	int err = -ENOENT;
 
 	pthread_mutex_lock(&L.lock);
@@ -1256,29 +1448,10 @@ int lobjs_symbolize(uintptr_t addr, bool with_off, char *out, size_t len)
 		refresh_locked();
 		o = containing_locked(addr);
 	}
-	sf = o ? lobj_syms(o) : NULL;
-	if (sf)
-		s = symfile_containing(sf, addr - o->bias);
-	if (s) {
-		uint64_t off = addr - o->bias - s->addr;
-
-		if (with_off)
-			snprintf(out, len, "%s+0x%llx/0x%llx", ksym_name(sf, s),
-				 (unsigned long long)off, (unsigned long long)s->size);
-		else
-			snprintf(out, len, "%s", ksym_name(sf, s));
-		err = 0;
-	} else if (o) {
-		uint64_t foff;
-
-		if (sf && symfile_vaddr_to_off(sf, addr - o->bias, &foff) == 0)
-			snprintf(out, len, "%s+0x%llx", o->base, (unsigned long long)foff);
-		else
-			snprintf(out, len, "%s+0x%llx", o->base,
-				 (unsigned long long)(addr - o->bias));
-	} else {
+	if (o)
+		err = sym_describe(lobj_syms(o), o->base, addr - o->bias, with_off, out, len);
+	else
 		snprintf(out, len, "0x%lx", (unsigned long)addr);
-	}
 	pthread_mutex_unlock(&L.lock);
 	return err;
 }

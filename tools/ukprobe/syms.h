@@ -93,6 +93,27 @@ bool symfile_func_start(const struct symfile *sf, uint64_t vaddr, bool *known);
  * -ENOENT outside every segment, -EIO. */
 long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t len);
 
+/* The symbols of the file at path, read the first time and kept for the
+ * life of the process; NULL if it cannot be read. */
+struct symfile *symfile_cached(const char *path);
+
+/* Link-time address vaddr of sf (NULL: no symbols) as "sym+0xoff/0xsize"
+ * (with_off) or "sym"; "objbase+0xFILEOFFSET" when no symbol covers it.
+ * 0 if a symbol was found, -ENOENT otherwise (out is filled either way). */
+int sym_describe(const struct symfile *sf, const char *objbase, uint64_t vaddr,
+		 bool with_off, char *out, size_t len);
+
+/* C++: name demangled (libstdc++'s __cxa_demangle(), when there is one),
+ * into buf; name itself if it is not a C++ name or cannot be demangled. */
+const char *sym_demangle(const char *name, char *buf, size_t len);
+/* May sym_demangle() load libstdc++ (the command: yes; the agent, in the
+ * traced program: no, it uses the program's own if it has one)? */
+void sym_demangle_may_load(bool yes);
+/* Does the symbol name match what a definition names: pattern as is or a
+ * glob (* ? [...]), on the name or on its demangled form without the
+ * parameters ("ns::Parser::parse" names every overload)? */
+bool sym_name_matches(const char *pattern, const char *name);
+
 /* ------------------------------------------------------------------------ */
 /* Names of objects                                                          */
 /* ------------------------------------------------------------------------ */
@@ -104,8 +125,8 @@ bool object_name_matches(const char *want, const char *path);
 
 /* Find the file of an object named in a definition, without running
  * anything: a path; else an object loaded in this process; else the
- * run-time linker's directories (LD_LIBRARY_PATH, /etc/ld.so.conf.d, the
- * standard ones); else $PATH.  Returns a malloc'd path or NULL. */
+ * run-time linker's directories (LD_LIBRARY_PATH, /etc/ld.so.conf and the
+ * files it includes, the linker's own default ones); else $PATH.  Returns a malloc'd path or NULL. */
 char *find_object_file(const char *name);
 
 /* The executable's file found through $PATH (like execvp); malloc'd. */

@@ -4,6 +4,8 @@
 #   ARCH_SRCS        C sources of the port, compiled into the library
 #   ARCH_ASMS        its assembly (.S)
 #   ARCH_LIBS        libraries the port links (before -lelf -lpthread -ldl)
+#   ARCH_DEP_HDRS    their headers, checked before the first compile (make
+#                    deps installs them)
 #   ARCH_GPR_CFLAGS  what keeps the compiler to the general registers in the
 #                    *_gpr.c files (code that runs where only they are saved)
 #   ARCH_OPTPROBES   y when the port has jump-optimized probes (the arch_*opt*
@@ -12,5 +14,6 @@
 ARCH_SRCS       := $(wildcard src/arch/x86_64/*.c)
 ARCH_ASMS       := $(wildcard src/arch/x86_64/*.S)
 ARCH_LIBS       := -lZydis
+ARCH_DEP_HDRS   := Zydis/Zydis.h
 ARCH_GPR_CFLAGS := -mgeneral-regs-only
 ARCH_OPTPROBES  := y

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tool_arch_x86_64.c - the ukprobe tool's x86-64 back end (tool_arch.h):
+ * decode.c - the ukprobe tool's x86-64 instruction decoding (tool_arch.h):
  * lengths from Zydis, the tool's only includer of <Zydis/Zydis.h>.
  */
 #include <errno.h>
