@@ -19,7 +19,7 @@ struct ukp_qs_rec {
 
 extern struct ukp_qs_rec *_Atomic ukp_qs_recs;
 
-void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs, uintptr_t ret_tramp,
+uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs, uintptr_t ret_tramp,
 		      int gpr);
 void ukp_opt_forget_thread_record(void);
 /* This thread's record, claimed the first time (NULL: none left). */

@@ -5,19 +5,25 @@
 #                              library's objects (may call hidden ukp_*)
 #   tests/scenario/NAME.c   -> $(B)/tests/scenario/NAME   linked with the
 #   tests/realworld/NAME.c  -> $(B)/tests/realworld/NAME  shared library (API only)
+#   tests/scenario/NAME.cc  -> $(B)/tests/scenario/NAME   the same, in C++
+#                              (exceptions, destructors, forced unwinding)
 #   tests/support/*.c *.S   -> linked into every test program (targets,
-#                              helpers); NAME.S beside NAME.c is linked too.
+#                              helpers); NAME.S beside NAME.c (or NAME.cc)
+#                              is linked too.
 
 TEST_CFLAGS  := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -Isrc/arch -Isrc/arch/$(ARCH) \
-                -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once
+                -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once -rdynamic
+TEST_CXXFLAGS := -std=gnu++17 $(filter-out -Wstrict-prototypes,$(WARN)) -D_GNU_SOURCE -Iinclude \
+                -Itests/support $(SANFLAGS) -O1 -g -fno-inline-functions-called-once -rdynamic
 TEST_LIBS    := -lcriterion -lz -lpthread -ldl -lm
 SUPPORT_SRCS := $(wildcard tests/support/*.c) $(wildcard tests/support/*.S)
 SUPPORT_OBJS := $(patsubst %.c,$(B)/%.o,$(patsubst %.S,$(B)/%.o,$(SUPPORT_SRCS)))
 
 UNIT_TESTS   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/*.c))
 SCEN_TESTS   := $(patsubst tests/scenario/%.c,$(B)/tests/scenario/%,$(wildcard tests/scenario/*.c))
+SCEN_CXX_TESTS := $(patsubst tests/scenario/%.cc,$(B)/tests/scenario/%,$(wildcard tests/scenario/*.cc))
 REAL_TESTS   := $(patsubst tests/realworld/%.c,$(B)/tests/realworld/%,$(wildcard tests/realworld/*.c))
-ALL_TESTS    := $(UNIT_TESTS) $(SCEN_TESTS) $(REAL_TESTS)
+ALL_TESTS    := $(UNIT_TESTS) $(SCEN_TESTS) $(SCEN_CXX_TESTS) $(REAL_TESTS)
 
 $(B)/tests/support/%.o: tests/support/%.c $(LIB_HDRS) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
@@ -38,6 +44,11 @@ $(B)/tests/unit/%: tests/unit/%.c $$(call test_asm,tests/unit/%.c) $(LIB_OBJS) $
 $(B)/tests/scenario/%: tests/scenario/%.c $$(call test_asm,tests/scenario/%.c) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(LINK_UKP) $(TEST_LIBS)
+
+# C++ scenarios (the support objects are C; a NAME.S is assembled by g++).
+$(B)/tests/scenario/%: tests/scenario/%.cc $$(call test_asm,tests/scenario/%.cc) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(LINK_UKP) $(TEST_LIBS)
 
 $(B)/tests/realworld/%: tests/realworld/%.c $$(call test_asm,tests/realworld/%.c) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
