@@ -9,7 +9,6 @@
  * so nothing on these paths may touch a vector register.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -209,7 +208,7 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	struct ukp_thread_ext *ext = ukp_ext_peek();
 	struct ukp_rstack *rs = ext ? &ext->rstack : NULL;
-	unsigned int idx = 0, i;
+	unsigned int idx = 0;
 	struct ukp_qs_rec *qs;
 	int saved_errno, *ep, busy = kcb->depth;
 	bool alt;
@@ -217,8 +216,8 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 	/* From here on this thread's calls in flight are ours: a signal
 	 * handler's probed calls meanwhile are missed (kretprobes.h). */
 	ukp_handler_enter(kcb);
-	i = rs && e >= rs->e && e < rs->e + UKP_RET_STACK ? (unsigned int)(e - rs->e) : UINT_MAX;
-	if (!rs || i >= rs->depth || e->frame != frame) {
+	if (unlikely(!rs || (uintptr_t)e - (uintptr_t)rs->e >= sizeof(rs->e) ||
+		     e >= rs->e + rs->depth || e->frame != frame)) {
 		/* Not a call in flight of this thread's (a coroutine that
 		 * moved to another thread, an entry reclaimed under it): the
 		 * stub knew where it returns to; no handler. */
@@ -232,7 +231,7 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 		ep = kcb->errno_ptr = &errno;
 	saved_errno = *ep;
 	/* Entries above this one were jumped over by longjmp. */
-	while (rs->depth > i + 1) {
+	while (unlikely(&rs->e[rs->depth - 1] != e)) {
 		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
 
 		if (ri)
@@ -240,16 +239,18 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 	}
 
 	/* The detour path's cheap grace period (per-thread count, no atomics):
-	 * unregister_kretprobe() waits for it after clearing ri->rp. */
+	 * unregister_kretprobe() waits for it after clearing ri->rp.  Then
+	 * this entry and those below it for the same call (one per kretprobe
+	 * on it), newest first. */
 	qs = ukp_qs_enter(kcb, &idx);
 	alt = e->altstack;
-	while (rs->depth && rs->e[rs->depth - 1].frame == frame &&
-	       rs->e[rs->depth - 1].altstack == alt) {
+	do {
 		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
-		struct kretprobe *rp = ri ? get_kretprobe(ri) : NULL;
+		struct kretprobe *rp;
 
 		if (!ri)
 			continue;
+		rp = get_kretprobe(ri);
 		if (rp && rp->handler) {
 			if (kcb->internal) {
 				/* ukprobes' own thread: no handler. */
@@ -261,7 +262,8 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 			}
 		}
 		ukp_ri_put(&ext->ri, ri);
-	}
+	} while (rs->depth && rs->e[rs->depth - 1].frame == frame &&
+		 rs->e[rs->depth - 1].altstack == alt);
 	ukp_qs_exit(qs, idx);
 	*ep = saved_errno;
 	ukp_handler_exit(kcb);

@@ -8,14 +8,26 @@
  * addresses are absolute (DW_EH_PE_absptr, the default when the CIE has no
  * 'R'): no base address to agree on between libgcc and gdb.
  *
+ * For unwinders that find frame information through dl_iterate_phdr()
+ * (libunwind, LLVM's libunwind; libgcc uses _dl_find_object() on glibc
+ * 2.35 and later, and the registration above before both): each region is
+ * also shown as a loaded object of no name, with a PT_LOAD over its code
+ * and a PT_GNU_EH_FRAME pointing at an .eh_frame_hdr (binary search table)
+ * of its own, after the real objects.  That works where the interposition
+ * does (libukprobes linked into the program or preloaded), not when it is
+ * dlopen()ed later.
+ *
  * For gdb (its JIT interface, "JIT Compilation Interface" in its manual):
  * an in-memory ELF relocatable object whose .text is NOBITS at the code's
- * address, whose .eh_frame is the very bytes libgcc got (the object is laid
- * out right before them, so nothing is copied), and whose symbol table
+ * address, whose .eh_frame is the one dl_iterate_phdr() readers get (the
+ * object is laid out right before it, so nothing is copied; libgcc may get
+ * another CIE, see struct arch_cfi), and whose symbol table
  * names the code.  gdb reads the list at the breakpoint it keeps on
  * __jit_debug_register_code, and all of it when it attaches.
  */
+#include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -30,6 +42,9 @@ struct dwarf_eh_bases {
 extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
 #define DW_EH_PE_absptr	0x00
+#define DW_EH_PE_udata4	0x03
+#define DW_EH_PE_sdata4	0x0b
+#define DW_EH_PE_datarel 0x30
 #define DW_CFA_nop	0x00
 
 #define CIE_MAX		64
@@ -81,16 +96,29 @@ static const char ukp_shstrtab[] = "\0.text\0.eh_frame\0.shstrtab\0.strtab\0.sym
 struct ukp_unwind_region {
 	uintptr_t code;
 	size_t len;
-	uint8_t *eh_frame;
+	uint8_t *eh_frame;		/* for gdb and dl_iterate_phdr() readers */
 	size_t eh_len;
+	uint8_t *gcc_eh_frame;		/* for libgcc (the same, or other CIE) */
 	struct jit_code_entry jit;
 	char *elf;			/* the debugger's object; eh_frame follows */
 	size_t elf_len;
+	uint8_t *eh_frame_hdr;		/* for dl_iterate_phdr() readers */
+	size_t eh_frame_hdr_len;
+	ElfW(Phdr) phdr[2];
+	struct ukp_unwind_region *next;
 } __attribute__((aligned(64)));
+
+/* The .eh_frame_hdr: version, three encodings, the .eh_frame's address,
+ * the count, then (start, FDE) pairs relative to the header. */
+#define HDR_HEAD	(4 + 8 + 4)
+
+/* Registered regions, newest first (readers walk it without a lock). */
+static struct ukp_unwind_region *_Atomic ukp_regions;
 
 size_t ukp_unwind_space(size_t nfde)
 {
-	return sizeof(struct ukp_unwind_region) + ELF_AREA + CIE_MAX + nfde * FDE_MAX + 8;
+	return sizeof(struct ukp_unwind_region) + ELF_AREA + 2 * (CIE_MAX + nfde * FDE_MAX + 8) +
+	       HDR_HEAD + nfde * 8 + 8;
 }
 
 static uint8_t *put_uleb(uint8_t *p, unsigned long v)
@@ -130,7 +158,8 @@ static uint8_t *close_entry(uint8_t *start, uint8_t *p)
 	return p;
 }
 
-static uint8_t *put_cie(uint8_t *p, const struct arch_cfi *cfi, uintptr_t personality)
+static uint8_t *put_cie(uint8_t *p, const struct arch_cfi *cfi, const uint8_t *insns,
+		       size_t ninsns, uintptr_t personality)
 {
 	uint8_t *start = p;
 
@@ -156,8 +185,8 @@ static uint8_t *put_cie(uint8_t *p, const struct arch_cfi *cfi, uintptr_t person
 	} else {
 		p = put_uleb(p, 0);
 	}
-	memcpy(p, cfi->cie_insns, cfi->cie_len);
-	p += cfi->cie_len;
+	memcpy(p, insns, ninsns);
+	p += ninsns;
 	return close_entry(start, p);
 }
 
@@ -182,6 +211,45 @@ static uint8_t *put_fde(uint8_t *p, const uint8_t *cie, uintptr_t start, size_t 
 	memcpy(p, insns, n);
 	p += n;
 	return close_entry(fde, p);
+}
+
+/*
+ * The .eh_frame_hdr at @at for the @nfde FDEs that follow the CIE (in the
+ * order of their addresses, as written): the table encoding unwinders
+ * search in (datarel | sdata4, relative to the header).
+ */
+static void build_hdr(struct ukp_unwind_region *r, uint8_t *at, size_t nfde)
+{
+	const uint8_t *e = r->eh_frame;
+	uint32_t len, count = (uint32_t)nfde;
+	uint64_t eh = (uintptr_t)r->eh_frame;
+	int32_t *table = (int32_t *)(at + HDR_HEAD);
+
+	at[0] = 1;				/* version */
+	at[1] = DW_EH_PE_absptr;		/* eh_frame_ptr */
+	at[2] = DW_EH_PE_udata4;		/* fde_count */
+	at[3] = DW_EH_PE_datarel | DW_EH_PE_sdata4;	/* table */
+	memcpy(at + 4, &eh, 8);
+	memcpy(at + 12, &count, 4);
+	memcpy(&len, e, 4);
+	e += 4 + len;				/* past the CIE */
+	for (size_t k = 0; k < nfde; k++) {
+		uint64_t start;
+
+		memcpy(&len, e, 4);
+		memcpy(&start, e + 8, 8);
+		table[2 * k] = (int32_t)((intptr_t)start - (intptr_t)at);
+		table[2 * k + 1] = (int32_t)((intptr_t)e - (intptr_t)at);
+		e += 4 + len;
+	}
+	r->eh_frame_hdr = at;
+	r->eh_frame_hdr_len = HDR_HEAD + nfde * 8;
+	r->phdr[0] = (ElfW(Phdr)){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+				   .p_vaddr = r->code, .p_memsz = r->len, .p_filesz = r->len,
+				   .p_align = 1 };
+	r->phdr[1] = (ElfW(Phdr)){ .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R,
+				   .p_vaddr = (uintptr_t)at, .p_memsz = r->eh_frame_hdr_len,
+				   .p_filesz = r->eh_frame_hdr_len, .p_align = 4 };
 }
 
 /* The debugger's object: header, section headers, names, one symbol; the
@@ -241,39 +309,114 @@ static void build_elf(struct ukp_unwind_region *r, const char *name)
 	r->elf_len = ELF_AREA + r->eh_len;
 }
 
+/* An .eh_frame at @p: a CIE with @insns, the FDEs, the terminator.
+ * Returns its end. */
+static uint8_t *put_eh_frame(uint8_t *p, const struct arch_cfi *cfi, const uint8_t *insns,
+			     size_t ninsns, uintptr_t personality, size_t nfde,
+			     ukp_fde_fn fde, void *arg)
+{
+	uint8_t *cie = p;
+
+	p = put_cie(p, cfi, insns, ninsns, personality);
+	for (size_t k = 0; k < nfde; k++) {
+		uint8_t fi[INSNS_MAX];
+		uintptr_t start;
+		size_t flen, n = fde(arg, k, &start, &flen, fi);
+
+		p = put_fde(p, cie, start, flen, fi, n);
+	}
+	memset(p, 0, 4);		/* the terminator */
+	return p + 4;
+}
+
+static uint8_t *align8(uint8_t *p)
+{
+	return (uint8_t *)(((uintptr_t)p + 7) & ~(uintptr_t)7);
+}
+
 struct ukp_unwind_region *ukp_unwind_build(void *space, uintptr_t code, size_t len,
 					   const char *name, const struct arch_cfi *cfi,
 					   uintptr_t personality, size_t nfde,
 					   ukp_fde_fn fde, void *arg)
 {
 	struct ukp_unwind_region *r = space;
-	uint8_t *p, *cie;
+	uint8_t *p;
 
 	r->code = code;
 	r->len = len;
 	r->elf = (char *)(r + 1);
 	r->eh_frame = (uint8_t *)r->elf + ELF_AREA;
-	p = cie = r->eh_frame;
-	p = put_cie(p, cfi, personality);
-	for (size_t k = 0; k < nfde; k++) {
-		uint8_t insns[INSNS_MAX];
-		uintptr_t start;
-		size_t flen, n = fde(arg, k, &start, &flen, insns);
-
-		p = put_fde(p, cie, start, flen, insns, n);
-	}
-	memset(p, 0, 4);		/* the terminator */
-	p += 4;
+	p = put_eh_frame(r->eh_frame, cfi, cfi->cie_insns, cfi->cie_len, personality, nfde,
+			 fde, arg);
 	r->eh_len = (size_t)(p - r->eh_frame);
+	p = align8(p);
+	build_hdr(r, p, nfde);
+	p = align8(p + r->eh_frame_hdr_len);
+	r->gcc_eh_frame = r->eh_frame;
+	if (cfi->gcc_cie_len) {
+		r->gcc_eh_frame = p;
+		put_eh_frame(p, cfi, cfi->gcc_cie_insns, cfi->gcc_cie_len, personality, nfde,
+			     fde, arg);
+	}
 	build_elf(r, name);
 	return r;
+}
+
+/* ---------------------------------------------------------------------- */
+/* dl_iterate_phdr(): the loaded objects, then the regions                 */
+/* ---------------------------------------------------------------------- */
+
+typedef int (*ukp_phdr_cb)(struct dl_phdr_info *, size_t, void *);
+typedef int (*ukp_iterate_fn)(ukp_phdr_cb, void *);
+
+static ukp_iterate_fn _Atomic ukp_real_iterate;
+
+/* glibc's (or the next interposer's).  Looked up at the first
+ * registration, an API call, so that a signal handler's stack walk finds it
+ * ready; a call before any registration looks it up then. */
+static ukp_iterate_fn ukp_iterate_next(void)
+{
+	ukp_iterate_fn f = atomic_load_explicit(&ukp_real_iterate, memory_order_acquire);
+
+	if (!f) {
+		f = (ukp_iterate_fn)dlvsym(RTLD_NEXT, "dl_iterate_phdr", "GLIBC_2.2.5");
+		if (!f)
+			f = (ukp_iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
+		atomic_store_explicit(&ukp_real_iterate, f, memory_order_release);
+	}
+	return f;
+}
+
+UKP_API int dl_iterate_phdr(ukp_phdr_cb cb, void *data)
+{
+	ukp_iterate_fn next = ukp_iterate_next();
+	int ret = next ? next(cb, data) : 0;
+
+	for (struct ukp_unwind_region *r = atomic_load_explicit(&ukp_regions, memory_order_acquire);
+	     r && !ret; r = r->next) {
+		struct dl_phdr_info info = {
+			.dlpi_addr = 0,
+			.dlpi_name = "",
+			.dlpi_phdr = r->phdr,
+			.dlpi_phnum = 2,
+		};
+
+		ret = cb(&info, sizeof(info), data);
+	}
+	return ret;
 }
 
 void ukp_unwind_register(struct ukp_unwind_region *r)
 {
 	struct dwarf_eh_bases bases;
 
-	__register_frame(r->eh_frame);
+	ukp_iterate_next();
+	r->next = atomic_load_explicit(&ukp_regions, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&ukp_regions, &r->next, r,
+						      memory_order_release, memory_order_relaxed))
+		;
+
+	__register_frame(r->gcc_eh_frame);
 	/* libgcc sorts a new object's FDEs (allocating) at the first lookup
 	 * that needs them: make that happen here, not in a signal handler's
 	 * backtrace(). */

@@ -9,6 +9,8 @@
  *  - libgcc's unwinder (__register_frame): C++ exceptions, forced unwinding
  *    (pthread_cancel, pthread_exit), _Unwind_Backtrace, glibc's backtrace(),
  *    Rust panics;
+ *  - unwinders that search the loaded objects with dl_iterate_phdr()
+ *    (libunwind): ours shows each region as one more object;
  *  - gdb, through its JIT interface (an in-memory ELF object with the same
  *    .eh_frame and a symbol naming the code).
  * Regions are never unregistered: the code they describe lives as long as

@@ -207,6 +207,10 @@ struct arch_cfi {
 	int8_t data_align;
 	uint8_t cie_len;
 	uint8_t cie_insns[16];
+	/* For libgcc, when it needs other initial instructions (0: none):
+	 * it tells frames apart by the CFA of their callee. */
+	uint8_t gcc_cie_len;
+	uint8_t gcc_cie_insns[16];
 };
 const struct arch_cfi *arch_ret_stub_cfi(void);
 /* Returns the number of instruction bytes written to @insns (<= 32). */

@@ -22,13 +22,15 @@
  *
  * Unwind information: one FDE per stub, from +4 (unwinders look a return
  * address up at address - 1) to +19: the return address is the value at
- * &e[i].ret, the caller's %rsp is the stub's.  The CFA is put 8 bytes
- * above that, not at it: libgcc tells frames apart by the CFA of their
- * callee, and the probed function's CFA is the stub's %rsp, so a stub
- * whose CFA were its %rsp would look like its caller (an exception caught
- * there would be found in the stub's frame).  The prime part (+0, +20,
- * +25) has no FDE: it runs only inside an optimized entry's detour, which
- * has none either.
+ * &e[i].ret, the CFA (the caller's %rsp) is the stub's %rsp.  For libgcc
+ * the CFA is put 8 bytes above that, the caller's %rsp being CFA - 8: it
+ * tells frames apart by the CFA of their callee, and the probed
+ * function's CFA is the stub's %rsp, so a stub whose CFA were its %rsp
+ * would look like its caller (the frame that catches an exception would
+ * be taken for the stub's).  Others take the CFA for the caller's %rsp
+ * whatever the rules say (libunwind), so they get the plain CIE.  The
+ * prime part (+0, +20, +25) has no FDE: it runs only inside an optimized
+ * entry's detour, which has none either.
  */
 #include <elf.h>
 #include <string.h>
@@ -86,14 +88,16 @@ long arch_ret_stub_index(uintptr_t stubs, unsigned int n, uintptr_t ip)
 NOKPROBE_SYMBOL(arch_ret_stub_index);
 
 /* CIE: code alignment 1, data alignment -8, return address in %rip; the
- * CFA is %rsp + 8 and the caller's %rsp is CFA - 8, the stub's own (a stub
- * runs after the `ret` that popped the slot; see above for the 8). */
+ * CFA is %rsp (a stub runs after the `ret` that popped the slot); for
+ * libgcc %rsp + 8 with the caller's %rsp at CFA - 8 (see above). */
 static const struct arch_cfi x86_ret_cfi = {
 	.ra_column = DWARF_RIP,
 	.code_align = 1,
 	.data_align = -8,
-	.cie_len = 6,
-	.cie_insns = { DW_CFA_def_cfa, DWARF_RSP, 8, DW_CFA_val_offset, DWARF_RSP, 1 },
+	.cie_len = 3,
+	.cie_insns = { DW_CFA_def_cfa, DWARF_RSP, 0 },
+	.gcc_cie_len = 6,
+	.gcc_cie_insns = { DW_CFA_def_cfa, DWARF_RSP, 8, DW_CFA_val_offset, DWARF_RSP, 1 },
 };
 
 const struct arch_cfi *arch_ret_stub_cfi(void)
