@@ -83,7 +83,7 @@ $(LIB_A): $(LIB_OBJS)
 
 # Debian packages the build, the tests and the demo need; installed when
 # missing (as root), so that the README's two commands work on a new machine.
-DEB_PKGS := gcc make libzydis-dev libelf-dev libcriterion-dev zlib1g-dev pkg-config binutils
+DEB_PKGS := gcc g++ make libzydis-dev libelf-dev libcriterion-dev zlib1g-dev pkg-config binutils
 deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
 
