@@ -371,10 +371,15 @@ typedef int (*ukp_iterate_fn)(ukp_phdr_cb, void *);
 
 static ukp_iterate_fn _Atomic ukp_real_iterate;
 
+/* Called before anything is set up, by a sanitizer's runtime among others
+ * (AddressSanitizer checks its place among the objects before it has its
+ * shadow memory): no instrumentation on these two. */
+#define UKP_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
 /* glibc's (or the next interposer's).  Looked up at the first
  * registration, an API call, so that a signal handler's stack walk finds it
  * ready; a call before any registration looks it up then. */
-static ukp_iterate_fn ukp_iterate_next(void)
+UKP_NO_SANITIZE static ukp_iterate_fn ukp_iterate_next(void)
 {
 	ukp_iterate_fn f = atomic_load_explicit(&ukp_real_iterate, memory_order_acquire);
 
@@ -387,7 +392,7 @@ static ukp_iterate_fn ukp_iterate_next(void)
 	return f;
 }
 
-UKP_API int dl_iterate_phdr(ukp_phdr_cb cb, void *data)
+UKP_API UKP_NO_SANITIZE int dl_iterate_phdr(ukp_phdr_cb cb, void *data)
 {
 	ukp_iterate_fn next = ukp_iterate_next();
 	int ret = next ? next(cb, data) : 0;
