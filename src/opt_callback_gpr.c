@@ -57,9 +57,7 @@ UKP_OPT_TEXT uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *re
 	unsigned int idx = 0;
 	struct ukp_qs_rec *r = ukp_qs_enter(kcb, &idx);
 	int saved_errno, *ep = kcb->errno_ptr;
-	/* A signal handler's hit may come in between: it leaves these as the
-	 * interrupted hit had them. */
-	uintptr_t outer_tramp = kcb->ret_tramp, outer_prime = kcb->prime_to, prime;
+	uintptr_t prime;
 
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, is looked up once). */
@@ -68,7 +66,6 @@ UKP_OPT_TEXT uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *re
 	saved_errno = *ep;
 	regs->ip = pt->addr;
 	kcb->ret_tramp = ret_tramp;
-	kcb->prime_to = 0;
 	if (kcb->depth || kcb->internal) {
 		if (!kcb->internal)
 			ukp_inc_nmissed(pt);
@@ -88,9 +85,11 @@ UKP_OPT_TEXT uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *re
 	} else {
 		ukp_run_pre_handlers(kcb, pt, regs);
 	}
+	/* (A signal handler's hit in between may have taken the interrupted
+	 * hit's prime_to: that return is then not predicted, no more.) */
 	prime = !ret_tramp ? 0 : kcb->prime_to ? kcb->prime_to : arch_prime_none();
-	kcb->ret_tramp = outer_tramp;
-	kcb->prime_to = outer_prime;
+	kcb->ret_tramp = 0;
+	kcb->prime_to = 0;
 	*ep = saved_errno;
 	ukp_qs_exit(r, idx);
 	return prime;

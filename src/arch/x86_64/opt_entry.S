@@ -43,14 +43,19 @@
  * it by 4), but struct pt_regs must be: %rax and the flags go below it
  * first (the "link"), then %rsp is aligned and the pt_regs built below.
  *
- *	link+32 ...	red-zone gap (128 bytes), then the program's stack
- *	link+24		return address into the detour
- *	link+16		%rax
- *	link+8		flags
- *	link		the callback's answer, for a prime stub (prime.h)
+ *	link+40 ...	red-zone gap (128 bytes), then the program's stack
+ *	link+32		return address into the detour
+ *	link+24		%rax
+ *	link+16		flags
+ *	link+8		the detour's way on after priming (prime.h)
+ *	link		the callback's answer: where a prime stub goes
  *	R+168		link  (R 16-byte aligned)
  *	R		struct pt_regs
+ *
+ * A detour that primes has "1: jmp *stub(%rip)" (6 bytes) right after the
+ * point and T, so its way on ("2:") is the return address + 2 + 16 + 6.
  */
+#define PRIME_CONT_FROM_RET	24
 #define LINK		PT_SIZE		/* offset of the link from pt_regs */
 /* The flags restored without popfq: CF, bit 1 (always set), PF, AF, ZF,
  * SF, IF (always set in user mode) and OF. */
@@ -59,13 +64,13 @@
 .macro SAVE_PT_REGS
 	pushq	%rax
 	pushfq
-	leaq	-8(%rsp), %rsp		/* for the callback's answer */
+	leaq	-16(%rsp), %rsp		/* for the prime stub (see above) */
 	movq	%rsp, %rax		/* the link */
 	andq	$-16, %rsp
 	pushq	%rax
 	pushq	$0			/* ss */
 	pushq	$0			/* sp, set below */
-	pushq	8(%rax)			/* flags */
+	pushq	16(%rax)		/* flags */
 	pushq	$0			/* cs */
 	pushq	$0			/* ip, set by the callback */
 	pushq	$-1			/* orig_ax */
@@ -73,7 +78,7 @@
 	pushq	%rsi
 	pushq	%rdx
 	pushq	%rcx
-	pushq	16(%rax)		/* rax */
+	pushq	24(%rax)		/* rax */
 	pushq	%r8
 	pushq	%r9
 	pushq	%r10
@@ -84,9 +89,9 @@
 	pushq	%r13
 	pushq	%r14
 	pushq	%r15
-	leaq	(24 + 8 + 128)(%rax), %rcx
+	leaq	(32 + 8 + 128)(%rax), %rcx
 	movq	%rcx, PT_SP(%rsp)	/* the program's %rsp at the probe */
-	movq	24(%rax), %r12		/* return address: the jmp over ... */
+	movq	32(%rax), %r12		/* return address: the jmp over ... */
 	movq	10(%r12), %r13		/* ... the point and T */
 	movq	2(%r12), %r12
 	cld				/* C code expects DF clear; popfq restores it */
@@ -96,11 +101,16 @@
 .macro RESTORE_PT_REGS_AND_RETURN
 	movq	LINK(%rsp), %rdi
 	movq	PT_ORIG_AX(%rsp), %rsi	/* the callback's answer (see above) */
+	testq	%rsi, %rsi
+	jz	92f			/* this detour does not prime */
 	movq	%rsi, (%rdi)
-	movq	PT_AX(%rsp), %rsi
-	movq	%rsi, 16(%rdi)
-	movq	PT_FLAGS(%rsp), %rsi
+	movq	32(%rdi), %rsi
+	addq	$PRIME_CONT_FROM_RET, %rsi
 	movq	%rsi, 8(%rdi)
+92:	movq	PT_AX(%rsp), %rsi
+	movq	%rsi, 24(%rdi)
+	movq	PT_FLAGS(%rsp), %rsi
+	movq	%rsi, 16(%rdi)
 	popq	%r15
 	popq	%r14
 	popq	%r13
@@ -122,7 +132,7 @@
 	 * back without it: OF by an 8-bit add that overflows or not, then
 	 * SF ZF AF PF CF by sahf.  Any other bit set (DF, AC, TF, NT, ID,
 	 * set by the program or by a handler) takes popfq. */
-	movq	8(%rsp), %rax
+	movq	16(%rsp), %rax
 	testq	$~FLAGS_SAHF_OF, %rax
 	jnz	91f
 	btl	$11, %eax		/* CF = OF */
@@ -131,10 +141,10 @@
 	andb	$0x7f, %al
 	addb	$1, %al			/* 0x7f + 1 overflows: OF as saved */
 	sahf
-	movq	16(%rsp), %rax
-	leaq	24(%rsp), %rsp
+	movq	24(%rsp), %rax
+	leaq	32(%rsp), %rsp
 	ret
-91:	leaq	8(%rsp), %rsp
+91:	leaq	16(%rsp), %rsp
 	popfq
 	popq	%rax
 	ret
@@ -175,11 +185,11 @@ ukp_optprobe_entry:
 	.size	ukp_optprobe_entry, .-ukp_optprobe_entry
 
 /*
- * The prime stubs (prime.h): stub k is
- *	pushq	ukp_prime_cont+8k(%rip)	# the way back into its detour
- *	jmp	*-24(%rsp)		# what the entry left: a return stub's
+ * The prime stubs (prime.h): each is
+ *	jmp	*-40(%rsp)		# what the entry left: a return stub's
  *					# prime address, or ukp_prime_none
- * Inside the entry range: a detour is not freed while a thread is here.
+ * (one per detour that primes: opt.c hands them out).  Inside the entry
+ * range: a detour is not freed while a thread is here.
  */
 	.balign	PRIME_STUB_SIZE
 	.globl	ukp_prime_stubs
@@ -188,7 +198,6 @@ ukp_prime_stubs:
 	.set	k, 0
 	.rept	2 * PRIME_STUBS
 	.balign	PRIME_STUB_SIZE
-	pushq	(ukp_prime_cont + 8 * k)(%rip)
 	jmp	*-PRIME_TARGET_BELOW(%rsp)
 	.set	k, k + 1
 	.endr
@@ -198,8 +207,7 @@ ukp_prime_stubs:
 	.hidden	ukp_prime_none
 	.type	ukp_prime_none, @function
 ukp_prime_none:
-	leaq	8(%rsp), %rsp
-	jmp	*-8(%rsp)
+	jmp	*-PRIME_CONT_BELOW(%rsp)
 	.size	ukp_prime_none, .-ukp_prime_none
 
 	.globl	ukp_optprobe_entry_end

@@ -11,9 +11,9 @@
  *   +12  4d 8b 13             mov   (%r11), %r10       e[i].ret
  *   +15  41 ff 63 08          jmp   *8(%r11)           e[i].tramp
  *   +19  cc                   int3
- *   +20  48 8d 64 24 10       lea   16(%rsp), %rsp     prime: drop what the
- *   +25  ff 64 24 f8          jmp   *-8(%rsp)          call and the prime
- *   +29  cc cc cc                                      stub pushed; back
+ *   +20  48 8d 64 24 08       lea   8(%rsp), %rsp      prime: drop what the
+ *   +25  ff 64 24 e0          jmp   *-32(%rsp)         call pushed; on into
+ *   +29  cc cc cc                                      the detour (prime.h)
  *
  * A function returns to +5 with %rsp just above its popped return slot;
  * %r10 and %r11 are free there (caller-saved, not return registers).  The
@@ -58,8 +58,8 @@ static const uint8_t x86_stub_tmpl[UKP_ARCH_RET_STUB_SIZE] = {
 	0x4d, 0x8b, 0x13,			/* mov (%r11), %r10 */
 	0x41, 0xff, 0x63, UKP_RET_ENTRY_TRAMP,	/* jmp *8(%r11) */
 	0xcc,					/* int3 */
-	0x48, 0x8d, 0x64, 0x24, 0x10,		/* lea 16(%rsp), %rsp */
-	0xff, 0x64, 0x24, 0xf8,			/* jmp *-8(%rsp) */
+	0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea 8(%rsp), %rsp */
+	0xff, 0x64, 0x24, (uint8_t)-PRIME_CONT_BELOW,	/* jmp *-32(%rsp) */
 	0xcc, 0xcc, 0xcc,
 };
 
