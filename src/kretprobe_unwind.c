@@ -67,10 +67,13 @@
  * kretprobe entry or return (kretprobe_return_gpr.c), or when the thread
  * exits.
  *
- * COST.  Per block of threads (16 of them): 256 stubs of 32 bytes each per
- * thread, and 40 bytes of FDE per stub.  libgcc before GCC 13 takes a mutex
- * for each lookup once any frame is registered (later versions look up
- * registered frames without a lock).
+ * COST.  Per thread's block: 256 stubs of 32 bytes (8 KiB of code), and
+ * 40 bytes of FDE per stub twice (libgcc's copy and the others', struct
+ * arch_cfi): about 30 KiB with the block itself; a program's first
+ * registration makes 18 blocks (thread_ext_gpr.c), as one region for the
+ * unwinders.  libgcc before GCC 13 takes a mutex for each lookup once any
+ * frame is registered (later versions look up registered frames without a
+ * lock).
  */
 #include <errno.h>
 #include <string.h>

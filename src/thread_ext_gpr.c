@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* thread_ext_gpr.c - the pool of per-thread blocks (see thread_ext.h).
  * Built with -mgeneral-regs-only: ukp_ext_get() runs on the GPR-only
- * paths of kretprobes.  Blocks are made UKP_EXT_CHUNK at a time with their
- * return stubs (kretprobe_unwind.c). */
+ * paths of kretprobes.  Blocks are made several at a time (as many as are
+ * wanted, between UKP_EXT_CHUNK_MIN and _MAX) with their return stubs and
+ * one registration of their unwind information (kretprobe_unwind.c): few
+ * objects for unwinders to search, little memory for a few threads. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,7 +15,8 @@
 
 #define UKP_EXT_MAX		4096
 #define UKP_EXT_SPARE		16
-#define UKP_EXT_CHUNK		16	/* blocks made at a time */
+#define UKP_EXT_CHUNK_MIN	8	/* blocks made at a time */
+#define UKP_EXT_CHUNK_MAX	64
 /* glibc keeps the first 32 keys' values in the thread descriptor, so
  * setting one allocates nothing: safe on the trap path. */
 #define UKP_KEY_NO_ALLOC	32
@@ -114,12 +117,16 @@ void ukp_ext_reserve(void)
 	pthread_once(&once, ukp_ext_key_init);
 	pthread_mutex_lock(&lock);
 	n = atomic_load(&ukp_ext_n);
-	while (n < want && n + UKP_EXT_CHUNK <= UKP_EXT_MAX) {
-		struct ukp_thread_ext *made[UKP_EXT_CHUNK];
+	while (n < want && n < UKP_EXT_MAX) {
+		struct ukp_thread_ext *made[UKP_EXT_CHUNK_MAX];
+		unsigned int k = want - n;
 
-		if (ukp_ret_blocks_new(UKP_EXT_CHUNK, made))
+		k = k < UKP_EXT_CHUNK_MIN ? UKP_EXT_CHUNK_MIN : k > UKP_EXT_CHUNK_MAX ? UKP_EXT_CHUNK_MAX : k;
+		if (k > UKP_EXT_MAX - n)
+			k = UKP_EXT_MAX - n;
+		if (ukp_ret_blocks_new(k, made))
 			break;
-		for (unsigned int i = 0; i < UKP_EXT_CHUNK; i++, n++) {
+		for (unsigned int i = 0; i < k; i++, n++) {
 			atomic_store_explicit(&ukp_ext_blocks[n], made[i], memory_order_release);
 			atomic_store_explicit(&ukp_ext_n, n + 1, memory_order_release);
 		}
