@@ -11,7 +11,7 @@
  * For unwinders that find frame information through dl_iterate_phdr()
  * (libunwind, LLVM's libunwind; libgcc uses _dl_find_object() on glibc
  * 2.35 and later, and the registration above before both): each region is
- * also shown as a loaded object of no name, with a PT_LOAD over its code
+ * also shown as a loaded object (named, no file), with a PT_LOAD over its code
  * and a PT_GNU_EH_FRAME pointing at an .eh_frame_hdr (binary search table)
  * of its own, after the real objects.  That works where the interposition
  * does (libukprobes linked into the program or preloaded), not when it is
@@ -102,6 +102,7 @@ struct ukp_unwind_region {
 	struct jit_code_entry jit;
 	char *elf;			/* the debugger's object; eh_frame follows */
 	size_t elf_len;
+	const char *name;
 	uint8_t *eh_frame_hdr;		/* for dl_iterate_phdr() readers */
 	size_t eh_frame_hdr_len;
 	ElfW(Phdr) phdr[2];
@@ -344,6 +345,7 @@ struct ukp_unwind_region *ukp_unwind_build(void *space, uintptr_t code, size_t l
 
 	r->code = code;
 	r->len = len;
+	r->name = name;
 	r->elf = (char *)(r + 1);
 	r->eh_frame = (uint8_t *)r->elf + ELF_AREA;
 	p = put_eh_frame(r->eh_frame, cfi, cfi->cie_insns, cfi->cie_len, personality, nfde,
@@ -399,9 +401,10 @@ UKP_API UKP_NO_SANITIZE int dl_iterate_phdr(ukp_phdr_cb cb, void *data)
 
 	for (struct ukp_unwind_region *r = atomic_load_explicit(&ukp_regions, memory_order_acquire);
 	     r && !ret; r = r->next) {
+		/* Named (not "", the program's own), no file behind it. */
 		struct dl_phdr_info info = {
 			.dlpi_addr = 0,
-			.dlpi_name = "",
+			.dlpi_name = r->name,
 			.dlpi_phdr = r->phdr,
 			.dlpi_phnum = 2,
 		};
