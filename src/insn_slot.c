@@ -24,8 +24,9 @@
 #include "internal.h"
 #include "arch.h"
 #include "memmap.h"
+#include "grace.h"
 
-#define SLOT_PAGE_SIZE		4096u
+#define SLOT_PAGE_SIZE		UKP_ARCH_PAGE_SIZE
 #define SLOTS_PER_PAGE		(SLOT_PAGE_SIZE / UKP_ARCH_SLOT_SIZE)
 #define MAX_SLOT_PAGES		65536u
 #define GC_DIRTY_THRESHOLD	256u
@@ -47,6 +48,9 @@ static struct ukp_slot_page *_Atomic ukp_slot_pages[MAX_SLOT_PAGES];
 static atomic_uint ukp_slot_npages;
 static unsigned long ukp_slot_seq;
 static unsigned int ukp_slot_ndirty;
+/* Collect when this many are dirty: after a collection that could not
+ * prove them free, not again before as many more (each try waits). */
+static unsigned int ukp_slot_gc_at = GC_DIRTY_THRESHOLD;
 static unsigned int ukp_slot_hint;	/* where the last allocation was */
 static uintptr_t ukp_slot_last_new;	/* the last page mapped */
 
@@ -262,7 +266,7 @@ uintptr_t ukp_slot_alloc_n(uintptr_t lo, uintptr_t hi, uintptr_t near,
 	if (!n || n > SLOTS_PER_PAGE)
 		return 0;
 	pthread_mutex_lock(&ukp_slot_mutex);
-	if (ukp_slot_ndirty >= GC_DIRTY_THRESHOLD)
+	if (ukp_slot_ndirty >= ukp_slot_gc_at)
 		ukp_slot_gc();
 	npg = atomic_load(&ukp_slot_npages);
 	/* The page that served last first: allocations come in batches near
@@ -394,13 +398,10 @@ void ukp_slot_unmap_new_since(unsigned long mark)
 /*
  * A dirty slot's probe is disarmed and a grace period has passed since (the
  * release happens after ukp_synchronize()), so no thread can newly enter it.
- * A thread may still be inside: preempted on the copied instruction, or
- * blocked in a system call the copy made.  A thread blocked in a system call
- * shows its user pc in /proc/self/task/TID/syscall; a thread that is
- * running or runnable has left a slot (straight-line code of two
- * instructions) once it has run again, which its on-CPU time in
- * /proc/self/task/TID/schedstat tells.  Threads we cannot prove out keep
- * every dirty slot dirty until the next attempt.
+ * A thread may still be inside, or about to resume there from a signal
+ * handler of the program's: the proof of grace.h (step 3) says when none
+ * is.  Threads we cannot prove out keep every dirty slot dirty until the
+ * next attempt.
  */
 static bool ukp_ip_in_dirty_slot(uintptr_t ip, void *arg)
 {
@@ -417,8 +418,13 @@ void ukp_slot_gc(void)
 {
 	unsigned int n;
 
-	if (!ukp_slot_ndirty || !ukp_threads_outside(ukp_ip_in_dirty_slot, NULL, 10000))
+	if (!ukp_slot_ndirty)
 		return;
+	if (!ukp_threads_outside(ukp_ip_in_dirty_slot, NULL, 10000, 0)) {
+		ukp_slot_gc_at = ukp_slot_ndirty + GC_DIRTY_THRESHOLD;
+		return;
+	}
+	ukp_slot_gc_at = GC_DIRTY_THRESHOLD;
 	n = atomic_load(&ukp_slot_npages);
 	for (unsigned int i = 0; i < n; i++) {
 		struct ukp_slot_page *pg = atomic_load(&ukp_slot_pages[i]);

@@ -82,18 +82,56 @@ extern pthread_mutex_t ukp_kprobe_mutex;
 extern atomic_int ukp_kprobes_all_disarmed;
 
 /* ------------------------------------------------------------------------ */
-/* Grace periods (sync.c)                                                    */
+/* Grace periods: grace.h (the rule for reusing what threads may touch)     */
 /* ------------------------------------------------------------------------ */
 
-/*
- * Sleepable-RCU with two counters: readers (the trap path) increment the
- * counter of the current phase, writers flip the phase and wait for the old
- * counter to drain.  New readers never delay a writer.
- */
 unsigned int ukp_srcu_read_lock(void);
-void ukp_srcu_read_unlock(unsigned int idx);
+void ukp_srcu_read_unlock(unsigned int cookie);
 void ukp_synchronize(void);
-void ukp_srcu_after_fork(void);
+int ukp_grace_init(void);
+
+/*
+ * The probe lists and the point table are walked either by the trap path
+ * inside a read section, or by API code holding ukp_kprobe_mutex, as the
+ * kernel asserts of get_kprobe() with lockdep.  UKP_DEBUG builds (SAN=1)
+ * check it at every walk (debug_gpr.c).
+ */
+#ifdef UKP_DEBUG
+bool ukp_walk_allowed(void);
+bool ukp_kprobe_mutex_held(void);
+void ukp_assert_fail(const char *what, const char *file, int line);
+#define ukp_assert_walk_allowed()					\
+	do {								\
+		if (!ukp_walk_allowed())				\
+			ukp_assert_fail("probe table walked outside a read " \
+					"section and without ukp_kprobe_mutex", \
+					__FILE__, __LINE__);		\
+	} while (0)
+#define ukp_assert_mutex_held()						\
+	do {								\
+		if (!ukp_kprobe_mutex_held())				\
+			ukp_assert_fail("ukp_kprobe_mutex not held",	\
+					__FILE__, __LINE__);		\
+	} while (0)
+#else
+#define ukp_assert_walk_allowed() do { } while (0)
+#define ukp_assert_mutex_held() do { } while (0)
+#endif
+
+/* The probes at @pt: every walk of a point's list goes through these. */
+static inline struct kprobe *ukp_probe_first(struct ukp_point *pt)
+{
+	ukp_assert_walk_allowed();
+	return atomic_load_explicit(&pt->probes, memory_order_acquire);
+}
+
+static inline struct kprobe *ukp_probe_next(const struct kprobe *p)
+{
+	return __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE);
+}
+
+#define ukp_for_each_probe(p, pt) \
+	for (struct kprobe *p = ukp_probe_first(pt); p; p = ukp_probe_next(p))
 
 /* ------------------------------------------------------------------------ */
 /* Code patching (text.c): the only place that writes code                  */
@@ -132,9 +170,6 @@ void ukp_slot_release_n(uintptr_t slot, unsigned int n);
 const struct ukp_slot_info *ukp_slot_info_at(uintptr_t ip, uintptr_t *slot); /* trap-safe */
 void ukp_slot_gc(void);
 
-/* quiesce.c: no other thread executes where @inside says (not trap-safe). */
-bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
-			 unsigned int max_wait_us);
 void ukp_slot_mark(unsigned long *mark);
 void ukp_slot_unmap_new_since(unsigned long mark);
 
@@ -149,6 +184,10 @@ void ukp_signal_after_fork(void);
 /* After a program's signal handler returns: move a context left inside
  * code that was optimized meanwhile (trap-safe). */
 void ukp_resume_fixup(void *ucv);
+/* Around a program's handler: where the interrupted thread resumes, for
+ * the proofs of grace.h (trap-safe). */
+int ukp_intr_note(void *ucv);
+void ukp_intr_pop(int token);
 int ukp_signal_take(int sig, void (*fn)(int, siginfo_t *, void *),
 		    const sigset_t *mask);
 void ukp_signal_give_back(int sig);
@@ -156,6 +195,38 @@ void ukp_signal_give_back(int sig);
  * our interposer: async-signal-safe. */
 int ukp_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 void ukp_mask_strip_trap(struct sigaction *act);
+/* The program's sigprocmask() (SIGTRAP kept out of the kernel's mask). */
+int ukp_sigprocmask_program(int how, const sigset_t *set, sigset_t *old);
+/* Does the program believe this thread blocks SIGTRAP? */
+bool ukp_mask_app_blocks_trap(void);
+/* Does the kernel run ukprobes' handler for @sig; the program's own action. */
+bool ukp_signal_owned(int sig);
+void ukp_signal_wish(int sig, struct sigaction *act);
+/* At a registration: handlers replaced behind our back are taken back
+ * (@first: just installed, say what cannot be seen).  Returns 0. */
+int ukp_signals_verify(bool first);
+/* A fault going to the program: was SIGTRAP taken from us? (trap path) */
+void ukp_signals_fault_check(uintptr_t ip);
+
+/* vfork-style children (signal_chain.c, spawn.c): a child that shares the
+ * parent's memory writes nothing the parent reads. */
+bool ukp_in_vfork_child(void);
+/* Set in ukprobes' own spawn child (the TLS is its parent thread's). */
+extern __thread bool ukp_in_spawn_child __attribute__((tls_model("initial-exec")));
+/* Spawn children running now: quiesce.c cannot see where they are. */
+extern atomic_int ukp_spawn_children;
+
+/*
+ * UKP_INTERPOSER(fn) - @fn is the entry of a libc function that libukprobes
+ * replaces (sigaction, sigprocmask, posix_spawn, ...): the program's calls
+ * land there, so a probe on it by name must be possible.  Its first
+ * instruction is left out of libukprobes' blacklist (symbols.c); nothing on
+ * the trap path calls these entries.  @fn must be local or hidden, so that
+ * its address is this object's.
+ */
+#define UKP_INTERPOSER(fn)						\
+	static const void *const UKP_BL_CONCAT(_ukp_entry_, fn)		\
+	__attribute__((used, section("ukp_interposers"))) = (const void *)&fn
 
 /* Registration with the checks of one probe type (kprobes.c). */
 enum ukp_kind {
@@ -185,7 +256,14 @@ void ukp_opt_after_fork(void);
 void ukp_opt_env_default(void);
 uintptr_t ukp_opt_resume_ip(struct ukp_point *pt);	/* trap-safe */
 uintptr_t ukp_opt_redirect(uintptr_t ip);		/* trap-safe */
+uintptr_t ukp_opt_region_copy(uintptr_t ip);		/* trap-safe */
+bool ukp_opt_take_dead_point(struct ukp_point *pt);
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
+
+/* Breakpoints removed lately (retired.c): noted before removal, asked by
+ * the trap path about a SIGTRAP that finds no probe. */
+void ukp_bp_retired_note(uintptr_t addr);
+bool ukp_bp_retired(uintptr_t addr);
 
 /* Count a missed hit on every probe of @pt (trap path). */
 void ukp_inc_nmissed(struct ukp_point *pt);

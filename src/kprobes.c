@@ -21,6 +21,7 @@
 #include "symbols.h"
 #include "key_index.h"
 #include "kretprobes.h"
+#include "grace.h"
 
 /* This protects the point table, every point's list and flags, and the
  * knobs.  Never taken on the trap path. */
@@ -42,6 +43,8 @@ static void ukp_atfork_parent(void)
 static void ukp_atfork_child(void)
 {
 	ukp_srcu_after_fork();
+	ukp_qs_after_fork();
+	ukp_intr_after_fork();
 	ukp_signal_after_fork();
 	ukp_text_after_fork();
 	ukp_opt_after_fork();
@@ -58,6 +61,9 @@ static int ukp_init_locked(void)
 	if (done)
 		return 0;
 	err = ukp_text_init();
+	if (err)
+		return err;
+	err = ukp_grace_init();
 	if (err)
 		return err;
 	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
@@ -119,6 +125,10 @@ static int ukp_check_boundary(const struct ukp_symbol *fn, uintptr_t addr)
 {
 	size_t off = addr - fn->addr;
 
+#if UKP_ARCH_INSN_FIXED_LEN
+	/* Instructions of one length: a boundary is a multiple of it. */
+	return off % UKP_ARCH_INSN_FIXED_LEN ? -EILSEQ : 0;
+#endif
 	if (ukp_bcache.func != fn->addr || ukp_bcache.size != fn->size) {
 		uint8_t *code = malloc(fn->size);
 		uint8_t *map = calloc(fn->size, 1);
@@ -202,7 +212,7 @@ static void ukp_gone_cb(struct ukp_point *pt, void *arg)
 	atomic_fetch_or(&pt->flags, UKP_PT_GONE);
 	pt->armed = false;
 	ukp_opt_forget_gone(pt);
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+	ukp_for_each_probe(p, pt)
 		__atomic_fetch_or(&p->flags, KPROBE_FLAG_GONE, __ATOMIC_RELAXED);
 	pr_info("probe at %#lx: %s was unloaded\n", (unsigned long)pt->addr, pt->object);
 }
@@ -229,7 +239,7 @@ void ukp_check_gone(void)
 
 static bool ukp_point_has(struct ukp_point *pt, const struct kprobe *p)
 {
-	for (struct kprobe *q = atomic_load(&pt->probes); q; q = q->ukp_next)
+	ukp_for_each_probe(q, pt)
 		if (q == p)
 			return true;
 	return false;
@@ -267,7 +277,7 @@ static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
 		return -EINVAL;
 	if (p->symbol_name) {
 		struct ukp_symbol s;
-		uint8_t entry[16];
+		uint8_t entry[UKP_ARCH_MAX_INSN + 1];
 
 		err = ukp_symbol_lookup(p->symbol_name, &s);
 		if (err)
@@ -339,7 +349,7 @@ static bool ukp_point_update(struct ukp_point *pt)
 	changed = ukp_unoptimize(pt);
 	pt->opt_refused = false;
 
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
+	ukp_for_each_probe(p, pt) {
 		if (kprobe_disabled(p))
 			continue;
 		want_armed = true;
@@ -381,6 +391,7 @@ static void ukp_point_link(struct ukp_point *pt, struct kprobe *p)
 {
 	struct kprobe *q = atomic_load(&pt->probes), *prev = NULL;
 
+	ukp_assert_mutex_held();
 	p->ukp_point = pt;
 	while (q && !(ukp_is_jprobe(q) && !ukp_is_jprobe(p))) {
 		prev = q;
@@ -398,6 +409,7 @@ static void ukp_point_unlink(struct ukp_point *pt, struct kprobe *p)
 {
 	struct kprobe *q = atomic_load(&pt->probes);
 
+	ukp_assert_mutex_held();
 	if (q == p) {
 		atomic_store_explicit(&pt->probes, p->ukp_next, memory_order_release);
 	} else {
@@ -433,7 +445,7 @@ static void ukp_free_new_points(struct ukp_pending *pd, int n)
 static int ukp_check_func_entry(uintptr_t addr, const struct ukp_symbol *fn,
 				bool have_fn)
 {
-	uint8_t entry[16];
+	uint8_t entry[UKP_ARCH_MAX_INSN + 1];
 	uintptr_t first;
 
 	if (!have_fn)
@@ -498,10 +510,11 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 			pd[i].pt = pd[first].pt;
 		if (kind == UKP_KIND_JPROBE) {
 			/* One jprobe per function, as in the kernel. */
-			for (struct kprobe *q = pd[i].pt ? atomic_load(&pd[i].pt->probes) : NULL;
-			     q && !err; q = q->ukp_next)
-				if (ukp_is_jprobe(q))
-					err = -EEXIST;
+			if (pd[i].pt) {
+				ukp_for_each_probe(q, pd[i].pt)
+					if (ukp_is_jprobe(q))
+						err = -EEXIST;
+			}
 			if (first >= 0)
 				err = -EEXIST;
 			if (err)
@@ -633,6 +646,8 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		}
 		any = true;
 		ukp_point_unlink(pt, p);
+		if (!pt->nprobes)	/* its int3 goes: a late trap is ours */
+			ukp_bp_retired_note(pt->addr);
 		changed |= ukp_point_update(pt);
 		if (!pt->nprobes) {
 			ukp_opt_forget(pt);
@@ -654,7 +669,7 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 	ukp_opt_reclaim();
 	for (int i = 0; i < ndead; i++) {
 		/* A neighbour whose region held this probe may optimize now. */
-		for (uintptr_t back = 1; back < 32 && back < dead[i]->addr; back++) {
+		for (uintptr_t back = 1; back < UKP_ARCH_MAX_REGION && back < dead[i]->addr; back++) {
 			struct ukp_point *q = ukp_point_lookup(dead[i]->addr - back);
 
 			if (q) {
@@ -662,8 +677,12 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 				ukp_opt_queue_point(q);
 			}
 		}
-		arch_remove_kprobe(dead[i]);
-		free(dead[i]);
+		/* A detour that could not be reclaimed yet still calls back
+		 * with this point: it frees the point when it goes. */
+		if (!ukp_opt_take_dead_point(dead[i])) {
+			arch_remove_kprobe(dead[i]);
+			free(dead[i]);
+		}
 	}
 	ukp_points_reclaim();
 	for (int i = 0; i < num; i++) {

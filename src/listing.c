@@ -18,7 +18,7 @@ static void ukp_list_point(struct ukp_point *pt, void *arg)
 {
 	struct ukp_list_ctx *ctx = arg;
 
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
+	ukp_for_each_probe(p, pt) {
 		/* "%px  %s  %s+0x%x  %s" then the state flags, as report_probe() */
 		char type = p->pre_handler == ukp_kretprobe_pre_handler ? 'r' :
 			    p->pre_handler == ukp_jprobe_pre_handler ? 'j' : 'k';

@@ -46,6 +46,8 @@ enum { UKP_OPT_PREPARED = 1, UKP_OPT_OPTIMIZED = 2 };
 struct ukp_opt {
 	struct arch_optinsn aop;
 	atomic_int state;
+	struct ukp_point *pt;		/* whose detour this is */
+	bool free_point;		/* retired, and pt was removed meanwhile */
 	struct ukp_opt *retired_next;
 };
 
@@ -70,20 +72,22 @@ struct ukp_ranges {
 	uintptr_t (*r)[2];
 };
 
-static void ukp_ranges_add(struct ukp_ranges *rs, uintptr_t start, uintptr_t end)
+/* False when out of memory: the caller must not act on an incomplete set. */
+static bool ukp_ranges_add(struct ukp_ranges *rs, uintptr_t start, uintptr_t end)
 {
 	if (rs->n == rs->cap) {
 		size_t cap = rs->cap ? 2 * rs->cap : 16;
 		void *nr = realloc(rs->r, cap * sizeof(*rs->r));
 
 		if (!nr)
-			return;		/* the caller checks rs->n */
+			return false;
 		rs->r = nr;
 		rs->cap = cap;
 	}
 	rs->r[rs->n][0] = start;
 	rs->r[rs->n][1] = end;
 	rs->n++;
+	return true;
 }
 
 static bool ukp_in_ranges(uintptr_t ip, void *arg)
@@ -96,69 +100,28 @@ static bool ukp_in_ranges(uintptr_t ip, void *arg)
 	return false;
 }
 
-/* Reclaim records of threads that exited. */
-static void ukp_qs_reap(struct ukp_qs_rec *recs)
-{
-	char path[64];
-
-	for (unsigned int i = 0; i < UKP_QS_MAX; i++) {
-		int tid = atomic_load(&recs[i].tid);
-
-		if (!tid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
-		if (access(path, F_OK) && recs[i].nest == 0)
-			atomic_store(&recs[i].tid, 0);
-	}
-}
-
 /*
- * Wait until no thread can be in a detour (@rs, plus the common way in)
- * or in a handler called from one since before the call.
+ * The rule of grace.h for detours: after the readers (a handler called from
+ * a detour returns into it), no thread may be in a detour of @rs, on the
+ * common way in, or in the callback before it counts itself.  False when
+ * that could not be proven in time (the detours then stay retired).
  */
-static void ukp_opt_synchronize(struct ukp_ranges *rs)
+static bool ukp_opt_synchronize(struct ukp_ranges *rs)
 {
-	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
 	uintptr_t s, e;
 
-	if (recs)
-		ukp_qs_reap(recs);
 	arch_opt_entry_range(&s, &e);
-	ukp_ranges_add(rs, s, e);
-	if (__start_ukp_opt_text)
-		ukp_ranges_add(rs, (uintptr_t)__start_ukp_opt_text,
-			       (uintptr_t)__stop_ukp_opt_text);
-	while (!ukp_threads_outside(ukp_in_ranges, rs, 20000))
-		;
-	/* The records, then the trap path (which can resume in a detour). */
+	if (!ukp_ranges_add(rs, s, e))
+		return false;
+	if (__start_ukp_opt_text &&
+	    !ukp_ranges_add(rs, (uintptr_t)__start_ukp_opt_text,
+			    (uintptr_t)__stop_ukp_opt_text))
+		return false;
+	/* Step 2: the records and the trap path (which can resume in a
+	 * detour). */
 	ukp_qs_synchronize();
-}
-
-/**
- * ukp_qs_synchronize() - wait for every read section of the cheap grace
- * period (ukp_qs_enter()) that started before the call.
- */
-void ukp_qs_synchronize(void)
-{
-	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
-
-	/* Every thread's counter stores are visible after this. */
-	syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
-		unsigned int spins = 0;
-
-		while (atomic_load(&recs[i].tid) && recs[i].nest > 0) {
-			if (++spins < 64) {
-				sched_yield();
-			} else {
-				struct timespec ts = { 0, 50 * 1000 };
-
-				nanosleep(&ts, NULL);
-			}
-		}
-	}
-	/* Readers without a record used the shared counters. */
-	ukp_synchronize();
+	/* Step 3. */
+	return ukp_threads_outside(ukp_in_ranges, rs, 20000, UKP_OUTSIDE_QS_READERS);
 }
 
 /** ukp_opt_env_default() - UKPROBES_OPTIMIZATION=0 in the environment
@@ -176,42 +139,13 @@ void ukp_opt_env_default(void)
 		ukp_optimization_on = 0;
 }
 
-static int ukp_opt_init(void);
-
-int ukp_qs_init(void)
-{
-	int err;
-
-	pthread_mutex_lock(&ukp_kprobe_mutex);
-	err = ukp_opt_init();
-	pthread_mutex_unlock(&ukp_kprobe_mutex);
-	return err;
-}
-
-static int ukp_opt_init(void)
-{
-	static bool done;
-	struct ukp_qs_rec *recs;
-
-	if (done)
-		return 0;
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
-		return -ENOSYS;		/* no asymmetric fence: no optimization */
-	if (posix_memalign((void **)&recs, 64, UKP_QS_MAX * sizeof(*recs)))
-		return -ENOMEM;
-	memset(recs, 0, UKP_QS_MAX * sizeof(*recs));
-	atomic_store_explicit(&ukp_qs_recs, recs, memory_order_release);
-	done = true;
-	return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Unoptimizing                                                              */
 /* ------------------------------------------------------------------------ */
 
 static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ftrace)
 {
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next) {
+	ukp_for_each_probe(p, pt) {
 		unsigned int f = optimized ? KPROBE_FLAG_OPTIMIZED : 0;
 
 		if (optimized && ftrace)
@@ -226,23 +160,39 @@ static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ft
  * How many points with a detour (prepared or optimized) start in each page,
  * by a hash of the page (collisions only cost a search that finds
  * nothing): registering 10,000 probes then asks the point table about
- * 31 bytes before each only where a region may be.  ukp_kprobe_mutex.
+ * UKP_ARCH_MAX_REGION bytes before each only where a region may be.
+ * The buckets are 4 KiB of code whatever the page size: only a grain.
+ * ukp_kprobe_mutex.
  */
 #define OPT_PAGE_BUCKETS 4096u
-static unsigned int ukp_opt_in_page[OPT_PAGE_BUCKETS];
+static atomic_uint ukp_opt_in_page[OPT_PAGE_BUCKETS];
 
-static unsigned int *ukp_opt_page_count(uintptr_t addr)
+static atomic_uint *ukp_opt_page_count(uintptr_t addr)
 {
 	return &ukp_opt_in_page[(addr >> 12) % OPT_PAGE_BUCKETS];
 }
+
+/*
+ * Could a region with a detour cover @addr?  Lock-free: the trap path
+ * asks before every resume.  A count goes up before its detour is
+ * published and the optimizer's grace period comes after, so a read
+ * section that may see a region sees its count too (grace.h).
+ */
+static bool ukp_opt_maybe_covered(uintptr_t addr)
+{
+	return atomic_load_explicit(ukp_opt_page_count(addr), memory_order_relaxed) ||
+	       atomic_load_explicit(ukp_opt_page_count(addr - (UKP_ARCH_MAX_REGION - 1)),
+				    memory_order_relaxed);
+}
+NOKPROBE_SYMBOL(ukp_opt_maybe_covered);
 
 /* @pt gets its detour @op, or loses it (@op NULL). */
 static void ukp_opt_attach(struct ukp_point *pt, struct ukp_opt *op)
 {
 	if (op)
-		++*ukp_opt_page_count(pt->addr);
+		atomic_fetch_add(ukp_opt_page_count(pt->addr), 1);
 	else if (atomic_load(&pt->opt))
-		--*ukp_opt_page_count(pt->addr);
+		atomic_fetch_sub(ukp_opt_page_count(pt->addr), 1);
 	atomic_store_explicit(&pt->opt, op, memory_order_release);
 }
 
@@ -273,42 +223,70 @@ bool ukp_unoptimize(struct ukp_point *pt)
 	return changed;
 }
 
-/** ukp_opt_reclaim() - free retired detours that no thread can be in. */
+/*
+ * ukp_opt_reclaim() - free retired detours that no thread can be in (the
+ * rule of grace.h).  Those that could not be proven free stay retired for
+ * a later call, and so do the points they call back with.
+ */
 void ukp_opt_reclaim(void)
 {
 	struct ukp_ranges rs = { 0 };
 	struct ukp_opt *list = ukp_opt_retired;
+	bool ok = true;
 
 	if (!list)
 		return;
-	ukp_opt_retired = NULL;
 	ukp_sync_cores();
-	for (struct ukp_opt *op = list; op; op = op->retired_next) {
+	for (struct ukp_opt *op = list; op && ok; op = op->retired_next) {
 		uintptr_t s, e;
 
 		arch_opt_detour_range(&op->aop, &s, &e);
-		ukp_ranges_add(&rs, s, e);
+		ok = ukp_ranges_add(&rs, s, e);
 	}
-	ukp_opt_synchronize(&rs);
+	if (ok)
+		ok = ukp_opt_synchronize(&rs);
 	free(rs.r);
+	if (!ok) {
+		pr_debug("detours kept retired: a thread may still be in one\n");
+		return;
+	}
+	ukp_opt_retired = NULL;
 	while (list) {
 		struct ukp_opt *next = list->retired_next;
 
 		arch_release_optimized(&list->aop, true);
+		if (list->free_point) {
+			arch_remove_kprobe(list->pt);
+			free(list->pt);
+		}
 		free(list);
 		list = next;
 	}
+}
+
+/**
+ * ukp_opt_take_dead_point() - @pt was removed: if a retired detour still
+ * calls back with it, that detour frees it when it is reclaimed.  Returns
+ * true when it took @pt.
+ */
+bool ukp_opt_take_dead_point(struct ukp_point *pt)
+{
+	for (struct ukp_opt *op = ukp_opt_retired; op; op = op->retired_next) {
+		if (op->pt == pt) {
+			op->free_point = true;
+			return true;
+		}
+	}
+	return false;
 }
 
 /** ukp_opt_covering() - an optimized or prepared point whose region covers
  * @addr (other than one at @addr). */
 static struct ukp_point *ukp_opt_covering(uintptr_t addr)
 {
-	/* Regions are shorter than 32 bytes: they start in this page or
-	 * the one before. */
-	if (!*ukp_opt_page_count(addr) && !*ukp_opt_page_count(addr - 31))
+	if (!ukp_opt_maybe_covered(addr))
 		return NULL;
-	for (uintptr_t back = 1; back < 32 && back < addr; back++) {
+	for (uintptr_t back = 1; back < UKP_ARCH_MAX_REGION && back < addr; back++) {
 		struct ukp_point *q = ukp_point_lookup(addr - back);
 		struct ukp_opt *op = q ? atomic_load(&q->opt) : NULL;
 
@@ -350,7 +328,7 @@ static bool ukp_opt_eligible(struct ukp_point *pt)
 
 	if (!ukp_optimization_on || !pt->armed || (flags & (UKP_PT_HAS_POST | UKP_PT_GONE)))
 		return false;
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+	ukp_for_each_probe(p, pt)
 		if (p->pre_handler == ukp_jprobe_pre_handler)
 			return false;	/* it redirects: needs the trap */
 	return !ukp_opt_covering(pt->addr);
@@ -359,7 +337,7 @@ static bool ukp_opt_eligible(struct ukp_point *pt)
 /* An enabled kretprobe's entry: the detour primes its return. */
 static bool ukp_point_has_kretprobe(struct ukp_point *pt)
 {
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+	ukp_for_each_probe(p, pt)
 		if (!kprobe_disabled(p) && p->pre_handler == ukp_kretprobe_pre_handler)
 			return true;
 	return false;
@@ -369,7 +347,7 @@ static bool ukp_point_gpr_only(struct ukp_point *pt)
 {
 	/* A kretprobe's entry counts by its own flag: its pre handler is
 	 * built general-registers-only, its entry_handler is the user's. */
-	for (struct kprobe *p = atomic_load(&pt->probes); p; p = p->ukp_next)
+	ukp_for_each_probe(p, pt)
 		if (!kprobe_disabled(p) && !(p->flags & KPROBE_FLAG_GPR_ONLY))
 			return false;
 	return true;
@@ -492,7 +470,7 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
 	bool gpr = ukp_point_gpr_only(pt), prime = ukp_point_has_kretprobe(pt);
-	uint8_t quick[32];
+	uint8_t quick[UKP_ARCH_MAX_REGION];
 	const uint8_t *code;
 	size_t len = sizeof(quick);
 	int err;
@@ -526,6 +504,7 @@ static bool ukp_opt_prepare(struct ukp_point *pt)
 			goto fail;
 		}
 	atomic_store(&op->state, UKP_OPT_PREPARED);
+	op->pt = pt;
 	ukp_opt_attach(pt, op);
 	return true;
 fail:
@@ -537,6 +516,26 @@ struct ukp_region_check {
 	struct ukp_point **pts;
 	size_t n;
 };
+
+/* In the slot of a removed probe whose copy jumps back into a region. */
+static bool ukp_in_dead_slot_into(uintptr_t ip, struct ukp_region_check *rc)
+{
+	const struct ukp_slot_info *si;
+	uintptr_t slot, back;
+
+	si = ukp_slot_info_at(ip, &slot);
+	if (!si || si->detour)
+		return false;
+	back = si->addr + si->len;
+	for (size_t i = 0; i < rc->n; i++) {
+		struct ukp_point *pt = rc->pts[i];
+		struct ukp_opt *op = atomic_load(&pt->opt);
+
+		if (op && back > pt->addr && back < pt->addr + arch_opt_region_len(&op->aop))
+			return true;
+	}
+	return false;
+}
 
 /* Inside a region past its first byte, or in a probe's step slot. */
 static bool ukp_in_regions(uintptr_t ip, void *arg)
@@ -553,7 +552,7 @@ static bool ukp_in_regions(uintptr_t ip, void *arg)
 		    ip < pt->ainsn.slot + UKP_ARCH_SLOT_SIZE)
 			return true;
 	}
-	return false;
+	return ukp_in_dead_slot_into(ip, rc);
 }
 
 /*
@@ -567,7 +566,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	size_t n = 0, waiting = 0;
 
 	ukp_check_gone();
-	if (!ukp_opt_nqueue || ukp_opt_init())
+	if (!ukp_opt_nqueue || ukp_qs_init_locked())
 		return ukp_opt_nqueue;
 	batch = calloc(ukp_opt_nqueue, sizeof(*batch));
 	if (!batch)
@@ -599,10 +598,11 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	for (size_t i = 0; rc.pts && i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-		if (op && !op->aop.single)
+		if (op && !arch_opt_single(&op->aop))
 			rc.pts[rc.n++] = batch[i];
 	}
-	if (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us)) {
+	if (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us,
+					 UKP_OUTSIDE_RESUME_REDIRECTED)) {
 		/* Not proven: the multi-instruction ones wait for a later pass. */
 		for (size_t i = 0; i < rc.n; i++) {
 			rc.pts[i]->opt_queued = true;
@@ -614,7 +614,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 		for (size_t i = 0; i < n; i++) {
 			struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-			if (op && op->aop.single)
+			if (op && arch_opt_single(&op->aop))
 				batch[k++] = batch[i];
 		}
 		n = k;
@@ -631,7 +631,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 
 		arch_optimize_stage2(batch[i], &op->aop);
 		atomic_store(&op->state, UKP_OPT_OPTIMIZED);
-		ukp_point_set_optflags(batch[i], true, op->aop.ftrace);
+		ukp_point_set_optflags(batch[i], true, arch_opt_patchable_entry(&op->aop));
 	}
 	ukp_sync_cores();
 	free(batch);
@@ -663,17 +663,8 @@ static void *ukp_optimizer_thread(void *arg)
 /** ukp_opt_after_fork() - the child has no optimizer thread. */
 void ukp_opt_after_fork(void)
 {
-	struct ukp_qs_rec *recs = atomic_load(&ukp_qs_recs);
-
 	ukp_optimizer_running = false;
 	pthread_cond_init(&ukp_opt_cond, NULL);
-	/* Only the forking thread came along; its own record (if it forked
-	 * from a handler) is cleared too, and never waited for below zero. */
-	for (unsigned int i = 0; recs && i < UKP_QS_MAX; i++) {
-		recs[i].nest = 0;
-		atomic_store(&recs[i].tid, 0);
-	}
-	ukp_opt_forget_thread_record();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -750,32 +741,52 @@ uintptr_t ukp_opt_resume_ip(struct ukp_point *pt)
 NOKPROBE_SYMBOL(ukp_opt_resume_ip);
 
 /**
+ * ukp_opt_region_copy() - @ip is inside a region that has a detour
+ * (prepared or optimized), past its first byte: the detour's copy of that
+ * instruction.  0 otherwise.  Trap path, in a read section.
+ */
+uintptr_t ukp_opt_region_copy(uintptr_t ip)
+{
+	if (!ukp_opt_maybe_covered(ip))
+		return 0;
+	for (uintptr_t back = 1; back < UKP_ARCH_MAX_REGION && back < ip; back++) {
+		struct ukp_point *q = ukp_point_lookup(ip - back);
+		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
+
+		if (op && ip < q->addr + arch_opt_region_len(&op->aop))
+			return arch_opt_copy_ip(&op->aop, back);
+	}
+	return 0;
+}
+NOKPROBE_SYMBOL(ukp_opt_region_copy);
+
+/**
  * ukp_opt_redirect() - where a thread stopped at @ip should resume if @ip
- * lies where an optimized jump now is: inside a region past its first byte
- * (it was there before the jump went in), or in the step slot of such a
- * probe (it was about to run the copy, or to jump back into the region).
- * The detour's copy of the same instruction.  0 when @ip is fine.
+ * lies where a detour's jump is or may soon be: inside a region past its
+ * first byte (it was there before the region got its detour), or in the
+ * step slot of such a probe (it was about to run the copy, or to jump back
+ * into the region), or in a slot whose copy jumps back into such a region
+ * (the slot of a probe removed since).  The detour's copy of the same
+ * instruction; 0 when @ip is fine.  In a read section (trap path).
  */
 uintptr_t ukp_opt_redirect(uintptr_t ip)
 {
 	const struct ukp_slot_info *si;
-	uintptr_t slot;
+	uintptr_t slot, to;
 
-	for (uintptr_t back = 1; back < 32 && back < ip; back++) {
-		struct ukp_point *q = ukp_point_lookup(ip - back);
-		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
-
-		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED &&
-		    ip < q->addr + arch_opt_region_len(&op->aop))
-			return arch_opt_copy_ip(&op->aop, back);
-	}
+	if ((to = ukp_opt_region_copy(ip)))
+		return to;
 	si = ukp_slot_info_at(ip, &slot);
 	if (si && !si->detour && (ip == slot || ip == slot + si->len)) {
 		struct ukp_point *q = ukp_point_lookup(si->addr);
 		struct ukp_opt *op = q ? atomic_load_explicit(&q->opt, memory_order_acquire) : NULL;
 
-		if (op && atomic_load(&op->state) == UKP_OPT_OPTIMIZED)
+		if (op)
 			return arch_opt_copy_ip(&op->aop, ip - slot);
+		/* The copy of a removed probe's instruction, whose way back
+		 * now leads into a region: go back at once, to the copy. */
+		if (ip == slot + si->len)
+			return ukp_opt_region_copy(si->addr + si->len);
 	}
 	return 0;
 }

@@ -39,10 +39,11 @@ static inline size_t ukp_hash(uintptr_t addr)
 
 struct ukp_point *ukp_point_lookup(uintptr_t addr)
 {
-	struct ukp_ptable *t = atomic_load_explicit(&ukp_ptable,
-						    memory_order_acquire);
+	struct ukp_ptable *t;
 	size_t i;
 
+	ukp_assert_walk_allowed();
+	t = atomic_load_explicit(&ukp_ptable, memory_order_acquire);
 	if (!t)
 		return NULL;
 	for (i = ukp_hash(addr) & t->mask;; i = (i + 1) & t->mask) {
@@ -115,7 +116,10 @@ static int ukp_ptable_reserve(void)
 /** ukp_point_insert() - publish @pt.  Caller holds ukp_kprobe_mutex. */
 int ukp_point_insert(struct ukp_point *pt)
 {
-	int err = ukp_ptable_reserve();
+	int err;
+
+	ukp_assert_mutex_held();
+	err = ukp_ptable_reserve();
 
 	if (err)
 		return err;
@@ -132,6 +136,7 @@ void ukp_point_remove(struct ukp_point *pt)
 	struct ukp_ptable *t = atomic_load(&ukp_ptable);
 	size_t i;
 
+	ukp_assert_mutex_held();
 	if (!t)
 		return;
 	for (i = ukp_hash(pt->addr) & t->mask;; i = (i + 1) & t->mask) {
@@ -153,6 +158,7 @@ void ukp_point_foreach(void (*fn)(struct ukp_point *, void *), void *arg)
 {
 	struct ukp_ptable *t = atomic_load(&ukp_ptable);
 
+	ukp_assert_mutex_held();
 	if (!t)
 		return;
 	for (size_t i = 0; i <= t->mask; i++) {

@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "arch.h"
 #include "trap.h"
+#include "grace.h"
 
 __thread struct ukp_kcb ukp_kcb_tls __attribute__((tls_model("initial-exec")));
 
@@ -68,7 +69,7 @@ static int ukp_call_handler(struct ukp_kcb *kcb, struct kprobe *p,
 NOKPROBE_SYMBOL(ukp_call_handler);
 
 /* Pre handlers of every enabled probe at @pt; non-zero when one asks to
- * resume at regs->ip without executing the instruction (as the kernel's
+ * resume at instruction_pointer(regs) without executing the instruction (as the kernel's
  * aggr_pre_handler stops at the first that returns non-zero). */
 int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 			 struct pt_regs *regs)
@@ -76,8 +77,7 @@ int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 	int ret = 0;
 
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+	ukp_for_each_probe(p, pt) {
 		if (kprobe_disabled(p) || !p->pre_handler)
 			continue;
 		if (ukp_call_handler(kcb, p, regs, false)) {
@@ -94,8 +94,7 @@ static void ukp_run_post_handlers_kcb(struct ukp_kcb *kcb, struct ukp_point *pt,
 				      struct pt_regs *regs)
 {
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
+	ukp_for_each_probe(p, pt) {
 		if (!kprobe_disabled(p) && p->post_handler)
 			ukp_call_handler(kcb, p, regs, true);
 	}
@@ -105,8 +104,7 @@ NOKPROBE_SYMBOL(ukp_run_post_handlers_kcb);
 
 void ukp_inc_nmissed(struct ukp_point *pt)
 {
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE))
+	ukp_for_each_probe(p, pt)
 		__atomic_fetch_add(&p->nmissed, 1, __ATOMIC_RELAXED);
 }
 NOKPROBE_SYMBOL(ukp_inc_nmissed);
@@ -125,7 +123,7 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 	/* Being optimized: the region must not be entered past its first
 	 * byte any more, so the detour's copy runs it. */
 	if (!need_post && (detour = ukp_opt_resume_ip(pt))) {
-		regs->ip = detour;
+		instruction_pointer_set(regs, detour);
 		arch_regs_to_uc(regs, uc);
 		return;
 	}
@@ -136,7 +134,13 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 		break;
 	case ARCH_EXEC_BOOST:
 		break;
-	case ARCH_EXEC_STEP:
+	case ARCH_EXEC_STEP: {
+		uintptr_t slot;
+		const struct ukp_slot_info *info = ukp_slot_info_at(copy, &slot);
+
+		kcb->ss_info_valid = info != NULL;
+		if (info)
+			kcb->ss_info = *info;
 		kcb->ss_copy = copy;
 		kcb->ss_addr = pt->addr;
 		kcb->ss_gen = pt->gen;
@@ -150,9 +154,25 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 			arch_uc_set_sigmask(uc, kcb->ss_mask | ukp_async_mask);
 		break;
 	}
+	}
 	arch_regs_to_uc(regs, uc);
 }
 NOKPROBE_SYMBOL(ukp_execute_insn);
+
+/*
+ * Never resume a thread where a detour's jump is or may soon be (grace.h):
+ * a region that got a detour since this thread trapped, or the slot of a
+ * probe removed since, whose copy jumps back into such a region.  In the
+ * read section that decided where the thread resumes.
+ */
+static void ukp_resume_redirect(ucontext_t *uc)
+{
+	uintptr_t to = ukp_opt_redirect(arch_uc_ip(uc));
+
+	if (to)
+		arch_uc_set_ip(uc, to);
+}
+NOKPROBE_SYMBOL(ukp_resume_redirect);
 
 /* A hit of the breakpoint at @pt. */
 static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
@@ -163,7 +183,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	int redirect;
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = bp;
+	instruction_pointer_set(&regs, bp);
 
 	if (kcb->depth || kcb->internal) {
 		/* Reentered from a handler: run no handlers, count the miss,
@@ -172,10 +192,11 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 		 * runs no handler and misses nothing. */
 		if (!kcb->internal)
 			ukp_inc_nmissed(pt);
-		if (!(regs.ip = ukp_opt_resume_ip(pt))) {
-			regs.ip = bp;
+		uintptr_t detour = ukp_opt_resume_ip(pt);
+
+		instruction_pointer_set(&regs, detour ? detour : bp);
+		if (!detour)
 			arch_execute(pt, &regs, false, &step_trap, &copy);
-		}
 		arch_regs_to_uc(&regs, uc);
 		return;
 	}
@@ -188,7 +209,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	redirect = ukp_run_pre_handlers(kcb, pt, &regs);
 	kcb->uc = NULL;
 	if (redirect) {
-		arch_regs_to_uc(&regs, uc);	/* resume at regs.ip */
+		arch_regs_to_uc(&regs, uc);	/* resume at its ip */
 		return;
 	}
 	ukp_execute_insn(kcb, pt, uc, &regs);
@@ -207,15 +228,13 @@ NOKPROBE_SYMBOL(ukp_step_point);
 /* The breakpoint after a single-step copy trapped: finish the hit. */
 static void ukp_step_complete(struct ukp_kcb *kcb, ucontext_t *uc)
 {
-	const struct ukp_slot_info *info;
 	struct ukp_point *pt;
 	struct pt_regs regs;
-	uintptr_t slot;
 
-	info = ukp_slot_info_at(kcb->ss_copy, &slot);
+	/* From what the slot held when the step began (grace.h). */
 	arch_regs_from_uc(&regs, uc);
-	if (info)
-		arch_step_done(info, &regs);
+	if (kcb->ss_info_valid)
+		arch_step_done(&kcb->ss_info, &regs);
 	arch_uc_set_sigmask(uc, kcb->ss_mask);
 	kcb->ss_trap = 0;
 	pt = ukp_step_point(kcb);
@@ -257,13 +276,17 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 		arch_regs_from_uc(&regs, uc);
 		arch_step_done(si, &regs);
 		arch_regs_to_uc(&regs, uc);
-	} else if (!arch_breakpoint_at(bp)) {
+	} else if (ukp_bp_retired(bp) && !arch_breakpoint_at(bp)) {
 		/* The probe was removed after this thread hit it: execute
-		 * the restored instruction. */
+		 * the restored instruction.  (Not for any trap without an
+		 * int3 behind it: a debugger's, or an "int $3", is the
+		 * program's, as it is.) */
 		arch_uc_set_ip(uc, bp);
 	} else {
 		ours = false;
 	}
+	if (ours)
+		ukp_resume_redirect(uc);
 	ukp_srcu_read_unlock(idx);
 	errno = saved_errno;
 	if (!ours)
@@ -278,10 +301,12 @@ static bool ukp_try_fault_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 	bool handled = false;
 
 	ukp_handler_enter(kcb);
-	for (struct kprobe *p = atomic_load_explicit(&pt->probes, memory_order_acquire);
-	     p && !handled; p = __atomic_load_n(&p->ukp_next, __ATOMIC_ACQUIRE)) {
-		if (!kprobe_disabled(p) && p->fault_handler)
-			handled = p->fault_handler(p, regs, trapnr);
+	ukp_for_each_probe(p, pt) {
+		if (!kprobe_disabled(p) && p->fault_handler &&
+		    p->fault_handler(p, regs, trapnr)) {
+			handled = true;
+			break;
+		}
 	}
 	ukp_handler_exit(kcb);
 	return handled;
@@ -292,7 +317,7 @@ NOKPROBE_SYMBOL(ukp_try_fault_handlers);
  * The probed instruction faulted while running out of line (copy at
  * @copy_ip, original at @addr).  The probe's fault_handler may take it;
  * otherwise the program sees the fault at the original address, as the
- * kernel resets regs->ip to the probe address.
+ * kernel resets the instruction pointer to the probe address.
  */
 static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 			   uintptr_t addr, siginfo_t *info, ucontext_t *uc)
@@ -306,7 +331,7 @@ static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 		info->si_addr = (void *)(addr + ((uintptr_t)info->si_addr - copy));
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = addr;
+	instruction_pointer_set(&regs, addr);
 	if (pt && !kcb->depth &&
 	    (atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT) &&
 	    ukp_try_fault_handlers(kcb, pt, &regs, arch_uc_trapnr(uc))) {
@@ -366,6 +391,7 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);
+	ukp_signals_fault_check(ip);
 	errno = saved_errno;
 	ukp_chain_signal(sig, info, uc);
 	return;
@@ -388,7 +414,7 @@ int ukp_trap_install(void)
 	int err;
 
 	if (installed)
-		return 0;
+		return ukp_signals_verify(false);
 	sigfillset(&mask);
 	sigdelset(&mask, SIGTRAP);
 	for (size_t i = 0; i < ARRAY_SIZE(ukp_fault_signals); i++)
@@ -409,19 +435,25 @@ int ukp_trap_install(void)
 			ukp_signal_give_back(SIGTRAP);
 		}
 	}
-	if (!err)
+	if (!err) {
 		installed = true;
+		ukp_signals_verify(true);
+	}
 	return err;
 }
 
 void ukp_resume_fixup(void *ucv)
 {
-	ucontext_t *uc = ucv;
 	unsigned int idx = ukp_srcu_read_lock();
-	uintptr_t to = ukp_opt_redirect(arch_uc_ip(uc));
 
-	if (to)
-		arch_uc_set_ip(uc, to);
+	ukp_resume_redirect(ucv);
 	ukp_srcu_read_unlock(idx);
 }
 NOKPROBE_SYMBOL(ukp_resume_fixup);
+
+/* ukp_intr_note() - see internal.h. */
+int ukp_intr_note(void *ucv)
+{
+	return ukp_intr_push(arch_uc_ip(ucv));
+}
+NOKPROBE_SYMBOL(ukp_intr_note);

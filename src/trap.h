@@ -10,6 +10,7 @@
 /* Per-thread kprobe control block (the kernel's struct kprobe_ctlblk). */
 struct ukp_kcb {
 	int depth;			/* >0: a handler runs on this thread */
+	int srcu_depth;			/* read sections open (UKP_DEBUG only) */
 	bool internal;			/* ukprobes' own thread: runs no handler */
 	/* The detour path's per-thread state, next to depth: one TLS access. */
 	struct ukp_qs_rec *qs;		/* this thread's grace-period record */
@@ -32,6 +33,11 @@ struct ukp_kcb {
 	uintptr_t ss_addr;		/* the probed instruction */
 	unsigned long ss_gen;		/* its point's generation */
 	uint64_t ss_mask;		/* the program's signal mask */
+	/* What the step's slot held when the step began: the step finishes
+	 * from this, never from the slot, which may have been reused by the
+	 * time the trap that ends the step reaches us (grace.h). */
+	struct ukp_slot_info ss_info;
+	bool ss_info_valid;
 };
 
 /* Initial-exec TLS: no allocation, no call to reach it. */

@@ -10,22 +10,27 @@
 #                     audit module in $(LIBDIR)/ukprobe/
 #
 # The agent and the command share the definition grammar and fetch code
-# (probe_events.c, fetch.c) and the ELF symbol code (syms.c).  Every object
-# is built position-independent once and linked into both.  handler.c (the
-# probe handlers) is built with -mgeneral-regs-only.
+# (probe_events.c, fetch.c), the ELF symbol code (syms.c), the probe-point
+# checks (point_check.c, with the instruction decoding of
+# tool_arch_$(ARCH).c) and the JSON strings (json.c).  Every object is built
+# position-independent once and linked into both.  handler.c (the probe
+# handlers) is built with -mgeneral-regs-only.
 
 UKP_TOOL_DIR    := tools/ukprobe
 UKP_TOOL_OBJDIR := $(B)/tools/ukprobe
 UKP_TOOL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden \
-                   -Iinclude -I$(UKP_TOOL_DIR) $(CFLAGS) \
+                   $(UKP_INC) -I$(UKP_TOOL_DIR) $(CFLAGS) \
                    -DUKPROBE_VERSION='"$(VERSION)"' -DUKPROBE_LIBDIR='"$(LIBDIR)"'
 UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h) include/ukprobes.h
 
 UKP_COMMON_OBJS := $(UKP_TOOL_OBJDIR)/probe_events.o $(UKP_TOOL_OBJDIR)/fetch.o \
-                   $(UKP_TOOL_OBJDIR)/syms.o
+                   $(UKP_TOOL_OBJDIR)/syms.o $(UKP_TOOL_OBJDIR)/point_check.o \
+                   $(UKP_TOOL_OBJDIR)/tool_arch_$(ARCH).o $(UKP_TOOL_OBJDIR)/json.o
 UKP_CLI_OBJS    := $(UKP_TOOL_OBJDIR)/main.o $(UKP_TOOL_OBJDIR)/report.o \
-                   $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_COMMON_OBJS)
-UKP_AGENT_OBJS  := $(UKP_TOOL_OBJDIR)/agent.o $(UKP_TOOL_OBJDIR)/handler.o \
+                   $(UKP_TOOL_OBJDIR)/inspect.o $(UKP_TOOL_OBJDIR)/prog_objs.o \
+                   $(UKP_TOOL_OBJDIR)/agent_env.o $(UKP_COMMON_OBJS)
+UKP_AGENT_OBJS  := $(UKP_TOOL_OBJDIR)/agent.o $(UKP_TOOL_OBJDIR)/agent_env.o \
+                   $(UKP_TOOL_OBJDIR)/handler.o \
                    $(UKP_TOOL_OBJDIR)/writer.o $(UKP_COMMON_OBJS)
 
 UKP_TOOL        := $(B)/ukprobe
@@ -53,7 +58,7 @@ $(UKP_TOOL): $(UKP_CLI_OBJS) $(B)/libukprobes.so
 
 # Not sanitized even with SAN=1: it is preloaded into programs that are not.
 $(UKP_AGENT): $(UKP_AGENT_OBJS) $(B)/libukprobes.so
-	$(CC) -shared -o $@ $(UKP_AGENT_OBJS) -L$(B) -lukprobes -lelf -lpthread -ldl \
+	$(CC) -shared -o $@ $(UKP_AGENT_OBJS) -L$(B) -lukprobes -lZydis -lelf -lpthread -ldl \
 	      -Wl,-soname,libukprobe-agent.so -Wl,-rpath,'$$ORIGIN:$$ORIGIN/..' \
 	      -Wl,-z,now -Wl,-z,noexecstack -Wl,--no-undefined
 
@@ -77,18 +82,24 @@ $(B)/tests/tool-progs/lib%.so: tests/tool/progs/lib%.c
 
 $(B)/tests/tool-progs/%: tests/tool/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread -ldl
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(UKP_INC) -O1 -g -o $@ $< -lpthread -ldl
 
 # The same program without its symbol table, for the OBJ:0xOFFSET form.
 $(B)/tests/tool-progs/stripped-calls: $(B)/tests/tool-progs/calls
 	strip -s -o $@ $<
 
-$(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
-                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
+# A statically linked program: one the agent cannot start in.
+$(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) \
+	$(CC) -std=gnu11 -O1 -static -o $@ $<
+
+$(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
+                   $(B)/tests/tool-progs/static-printenv \
+                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT) $(TEST_HARNESS_OBJ) $(TEST_HARNESS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) $(TEST_HARNESS_CFLAGS) \
 	      -DUKP_BUILD_DIR='"$(abspath $(B))"' -DUKP_SRC_DIR='"$(abspath .)"' \
-	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< -lcriterion
+	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< $(TEST_HARNESS_LIBS)
 
 tool-tests: tool $(UKP_TPROGS) $(UKP_TTESTS)
 

@@ -5,7 +5,7 @@
  * unwound frames' instances back at once (no return handler), the frame
  * that returns keeps its return probe; built where rustc is installed.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>

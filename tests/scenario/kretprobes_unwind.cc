@@ -15,7 +15,7 @@
  *
  * Handlers never assert: they count, the tests check the counts.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>

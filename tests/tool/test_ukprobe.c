@@ -9,7 +9,7 @@
  * and exit status against an untraced run, the event counts where they are
  * known, and the summaries.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,6 +134,36 @@ static bool have(const char *prog)
 }
 
 #define NEED(prog) do { if (!have(prog)) cr_skip_test(prog " is not installed"); } while (0)
+
+/* The file offset of a function of one of the test programs, from its
+ * unstripped build: nm gives the address, readelf the segment that maps it
+ * (the OBJ:0xOFFSET form; stripped-calls has the same layout as calls). */
+static unsigned long file_offset_of(const char *prog, const char *sym)
+{
+	struct res r = sh("addr=$((16#$(nm $P/%s | awk '$3==\"%s\"{print $1}')))\n"
+			  "while read -r type off vaddr paddr filesz memsz flags rest; do\n"
+			  "  [ \"$type\" = LOAD ] || continue\n"
+			  "  case \"$flags $rest\" in *E*) ;; *) continue ;; esac\n"
+			  "  if (( addr >= vaddr && addr < vaddr + filesz )); then\n"
+			  "    echo $(( addr - vaddr + off )); fi\n"
+			  "done < <(readelf -lW $P/%s)", prog, sym, prog);
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_gt(atol(r.out), 0, "%s: %s", sym, r.out);
+	return strtoul(r.out, NULL, 10);
+}
+
+/* The kernel's error_log form: the definition, a caret under column col,
+ * then the reason and "(NAME)". */
+static void assert_caret(const char *err, const char *def, int col, const char *name)
+{
+	char want[1200];
+
+	snprintf(want, sizeof(want), "%s\n%*s^\n", def, col, "");
+	cr_assert(strstr(err, want), "no caret at %d under '%s':\n%s", col, def, err);
+	snprintf(want, sizeof(want), "(%s)\n", name);
+	cr_assert(strstr(strstr(err, def), want), "no %s for '%s':\n%s", name, def, err);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Help, check, list-symbols                                                 */
@@ -289,23 +319,16 @@ Test(ukprobe, python_exported_function)
 
 Test(ukprobe, stripped_code_by_file_offset)
 {
-	struct res r;
+	/* The offset of target() from the unstripped twin. */
+	unsigned long off = file_offset_of("calls", "target");
+	struct res r = sh("nm $P/stripped-calls 2>&1 | grep -q 'no symbols' &&\n"
+			  "$U trace -c -e 'p:stripped-calls:0x%lx' -- $P/stripped-calls count 321",
+			  off);
 
-	/* The offset of target() from the unstripped twin: nm gives the
-	 * address, readelf the segment that maps it. */
-	r = sh("addr=$((16#$(nm $P/calls | awk '$3==\"target\"{print $1}')))\n"
-	       "while read -r type off vaddr paddr filesz memsz flags rest; do\n"
-	       "  [ \"$type\" = LOAD ] || continue\n"
-	       "  case \"$flags $rest\" in *E*) ;; *) continue ;; esac\n"
-	       "  if (( addr >= vaddr && addr < vaddr + filesz )); then\n"
-	       "    printf '0x%%x' $(( addr - vaddr + off )) > $T/off; fi\n"
-	       "done < <(readelf -lW $P/calls)\n"
-	       "nm $P/stripped-calls 2>&1 | grep -q 'no symbols' &&\n"
-	       "$U trace -c -e \"p:stripped-calls:$(cat $T/off)\" -- $P/stripped-calls count 321");
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "sum="), "%s", r.out);
 	cr_assert(strstr(r.err, "]: 321\n"), "%s", r.err);
-	r = sh("$U trace -e \"p:stripped-calls:$(cat $T/off)\" -- $P/stripped-calls count 2");
+	r = sh("$U trace -e 'p:stripped-calls:0x%lx' -- $P/stripped-calls count 2", off);
 	cr_assert_eq(count(r.err, ": (stripped-calls+0x"), 2, "%s", r.err);
 }
 
@@ -498,6 +521,118 @@ Test(ukprobe, exec_spawn_system_follow)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 }
 
+/*
+ * A probe on execve hits in the children of posix_spawn() (make starts its
+ * recipes so), system() and popen(), which run in the parent's memory
+ * until they exec: each child execs as without the probe, and the hits are
+ * the parent's.
+ */
+Test(ukprobe, execve_probe_in_spawned_children)
+{
+	struct res r;
+
+	r = sh("printf 'all: a b c\\na:\\n\\t@/bin/true\\nb:\\n\\t@echo b >/dev/null\\n"
+	       "c:\\n\\t@/bin/true c\\n' > $T/Makefile; command -v make");
+	if (r.status)
+		cr_skip_test("make is not installed");
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 3, "%s", r.err);
+	/* glibc's spawn munmaps the child's stack with every signal blocked:
+	 * a probe there killed make itself. */
+	r = sh("$U trace -c -e 'p:libc.so.6:munmap' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker spawn /bin/true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=0\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker system 'exit 3'");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=768\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	/* With --follow-fork the children are traced too. */
+	r = sh("$U trace -F -c -e 'p:libc.so.6:execve' -e 'p:calls:target' -- "
+	       "$P/forker spawn $P/calls count 5");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_calls_target_0"), 5, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+}
+
+/*
+ * The functions libukprobes replaces (preloaded before libc): a probe by
+ * their name is on the replacement the program calls; one on libc's own
+ * fires where libukprobes has libc do the work (libc's sigprocmask() calls
+ * its pthread_sigmask(), its signal() its sigaction(), as without us).
+ */
+Test(ukprobe, probes_on_replaced_signal_functions)
+{
+	struct res r = sh("$U trace -c -e 'p sigprocmask' -e 'p pthread_sigmask' -e 'p signal' "
+			  "-e 'p sigaction' -e 'p:libc.so.6:sigprocmask' "
+			  "-e 'p:libc.so.6:pthread_sigmask' -e 'p:libc.so.6:sigaction' -- $P/sigcalls");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "done\n");
+	cr_expect_eq(count_value(r.err, "p_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_pthread_sigmask_0"), 6, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_signal_0"), 7, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_sigaction_0"), 8, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_pthread_sigmask_0"), 11, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigaction_0"), 15, "%s", r.err);
+}
+
+/*
+ * A program with its own SIGTRAP handler, using libukprobes through
+ * dlopen() (libukprobes then interposes none of its calls): a handler
+ * installed before is chained; one installed after the registration, with
+ * libc's sigaction() or the bare system call, is noticed at the next
+ * registration, chained, and said; the probes keep working and the
+ * program's own int3 reaches its handler.
+ */
+Test(ukprobe, own_sigtrap_handler_with_libukprobes_dlopened)
+{
+	static const char *const modes[] = { "libc-before", "raw-before", "libc-after",
+					     "raw-after" };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		struct res r = sh("$P/trapowner %s/libukprobes.so %s", UKP_BUILD_DIR, modes[i]);
+
+		cr_expect_eq(r.status, 0, "%s: %s%s", modes[i], r.out, r.err);
+		cr_expect(strstr(r.out, "hits=10 traps=1 sum=145\n"), "%s: %s", modes[i], r.out);
+		cr_expect(strstr(r.out, "log: ukprobes: loaded after libc"), "%s: %s", modes[i],
+			  r.out);
+		if (strstr(modes[i], "after"))
+			cr_expect(strstr(r.out, "SIGTRAP handler was replaced") &&
+				  strstr(r.out, "taken back"), "%s: %s", modes[i], r.out);
+	}
+}
+
+/*
+ * Under gdb: the probe hits are SIGTRAPs gdb must pass on, and gdb passes
+ * either none ("handle SIGTRAP nopass", the default: the program cannot go
+ * on) or all, its own too ("pass": its breakpoint on the dynamic linker
+ * kills any program before main).  tools/gdb/ukprobes.py's commands pass
+ * on those of an int3 gdb did not put there: the program runs as without
+ * gdb, stopping at a gdb breakpoint in its own SIGTRAP handler, and the
+ * library has said it
+ * is traced.
+ */
+Test(ukprobe, under_gdb_with_its_helper)
+{
+	struct res r = sh("command -v gdb");
+
+	if (r.status)
+		cr_skip_test("gdb is not installed");
+	r = sh("gdb -batch -nx -x %s/tools/gdb/ukprobes.py "
+	       "-ex 'set environment LD_PRELOAD %s/libukprobes.so' -ex 'break on_trap' "
+	       "-ex ukprobes-run -ex delete -ex ukprobes-continue "
+	       "--args $P/trapowner %s/libukprobes.so preloaded",
+	       UKP_SRC_DIR, UKP_BUILD_DIR, UKP_BUILD_DIR);
+	cr_expect(strstr(r.out, "Breakpoint 1, on_trap"), "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "hits=10 traps=1 sum=145\n"), "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "log: ukprobes: traced by pid"), "%s", r.out);
+}
+
 Test(ukprobe, program_with_its_own_sigsegv_handler)
 {
 	struct res r = sh("$U trace -c -e 'p:sigsegv:target' -e 'p:sigsegv:crash' -- $P/sigsegv 6");
@@ -528,7 +663,7 @@ Test(ukprobe, bad_definitions_stop_before_running)
 
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "");
-	cr_assert(strstr(r.err, "not found in libc.so.6"), "%s", r.err);
+	assert_caret(r.err, "p:libc.so.6:no_such_function_here", 2, "BAD_PROBE_ADDR");
 	r = sh("$U trace -e 'p:libc.so.6:malloc %%zz' -- echo ran");
 	cr_assert_eq(r.status, 2);
 	cr_assert_str_eq(r.out, "");
@@ -590,4 +725,282 @@ Test(ukprobe, dlclose_and_dlopen_again)
 	cr_assert_eq(count_value(r.err, "r_libdltarget_so_dl_target_0"), 15, "%s", r.err);
 	cr_assert_eq(count(r.err, ": (dl_target+0x0/"), 15, "%s", r.err);
 	cr_assert_eq(count(r.err, " <- dl_target) ret="), 15, "%s", r.err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bad probe points: refused before anything runs                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each definition is refused by `trace` before the program runs (status 2,
+ * none of its output) and by `check`, with the kernel's error_log caret.
+ * Before: the unknown symbol had no caret, the bad event name was a
+ * BAD_PROBE_ADDR, calls:target+6 was placed in the next function,
+ * calls:0xOFF+2 had no caret, and in stripped-calls (no symbol) the probe
+ * went inside the instruction: the program died of SIGILL (or computed a
+ * wrong result); r at a file offset that is no function entry was placed.
+ */
+Test(ukprobe, bad_points_stop_before_running)
+{
+	unsigned long off = file_offset_of("calls", "target");
+	char in_insn[64], in_insn_stripped[64], ret_mid[64];
+	struct {
+		const char *def;
+		int col;
+		const char *name;
+	} cases[] = {
+		{ "p:libc.so.6:no_such_fn", 2, "BAD_PROBE_ADDR" },
+		{ "p:calls:no_such_fn", 2, "BAD_PROBE_ADDR" },
+		{ "p:bad-name target", 2, "BAD_EVENT_NAME" },
+		{ "p:grp/bad-name target", 6, "BAD_EVENT_NAME" },
+		{ "p:getpid+4 target", 2, "BAD_EVENT_NAME" },
+		{ "r:calls:target+1", 2, "BAD_RETPROBE" },
+		{ "p calls:target+6", 2, "BAD_PROBE_ADDR" },
+		{ "p target+6", 2, "BAD_PROBE_ADDR" },
+		{ "p calls:target+2", 2, "BAD_INSN_BNDRY" },
+		{ in_insn, 8, "BAD_INSN_BNDRY" },
+		{ in_insn_stripped, 17, "BAD_INSN_BNDRY" },
+		{ ret_mid, 2, "BAD_RETPROBE" },
+	};
+
+	/* target(): lea 0x1(%rdi,%rdi,2),%rax (5 bytes); ret. */
+	snprintf(in_insn, sizeof(in_insn), "p:calls:0x%lx", off + 2);
+	snprintf(in_insn_stripped, sizeof(in_insn_stripped), "p:stripped-calls:0x%lx", off + 2);
+	snprintf(ret_mid, sizeof(ret_mid), "r:stripped-calls:0x%lx", off + 5);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *prog = strstr(cases[i].def, "stripped") ? "stripped-calls" : "calls";
+		struct res r = sh("$U trace -c -e '%s' -- $P/%s count 3", cases[i].def, prog);
+
+		cr_assert_eq(r.status, 2, "%s: status %d\n%s%s", cases[i].def, r.status, r.out, r.err);
+		cr_assert_str_eq(r.out, "", "%s: the program ran", cases[i].def);
+		assert_caret(r.err, cases[i].def, cases[i].col, cases[i].name);
+		cr_assert(strstr(r.err, "was not run"), "%s", r.err);
+
+		r = sh("$U check -x $P/%s -e '%s'", prog, cases[i].def);
+		cr_assert_eq(r.status, 1, "check %s: status %d\n%s%s", cases[i].def, r.status,
+			     r.out, r.err);
+		assert_caret(r.err, cases[i].def, cases[i].col, cases[i].name);
+	}
+
+	/* The same points, on boundaries and entries: good. */
+	snprintf(in_insn_stripped, sizeof(in_insn_stripped), "p:stripped-calls:0x%lx", off + 5);
+	snprintf(ret_mid, sizeof(ret_mid), "r:stripped-calls:0x%lx", off);
+	{
+		struct res r = sh("$U trace -c -e '%s' -e '%s' -- $P/stripped-calls count 3",
+				  in_insn_stripped, ret_mid);
+
+		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+		cr_assert_str_eq(r.out, "sum=12\n");
+		cr_assert_eq(count(r.err, "]: 3\n"), 2, "%s", r.err);
+		/* "GRP/" alone: the kernel (since 6.0) makes the event name. */
+		r = sh("$U trace -c -e 'p:grp/ target' -- $P/calls count 3");
+		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+		cr_assert_eq(count_value(r.err, "p_target_0"), 3, "%s", r.err);
+	}
+}
+
+/*
+ * Objects loaded later (dlopen): the definitions wait, the program runs,
+ * and a bad point in the object is an error line with the caret once it
+ * is loaded.  Before: +1 said "cannot place the probe: Invalid or
+ * incomplete multibyte or wide character (EILSEQ)", +5 was placed in the
+ * library's constructor, the unknown symbol had no caret.
+ */
+Test(ukprobe, bad_points_in_objects_loaded_later)
+{
+	struct res r = sh("$U trace -c -e 'p:libdltarget.so:dl_target+1' "
+			  "-e 'p:libdltarget.so:dl_target+5' -e 'p:libdltarget.so:no_such_fn' "
+			  "-e 'p:libdltarget.so:dl_target' -e 'p:libnever.so:foo' "
+			  "-- $P/dl $P/libdltarget.so 10");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "dl sum=225\n");
+	cr_assert_eq(count_value(r.err, "p_libdltarget_so_dl_target_0"), 11, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libdltarget_so_dl_target_1"), 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libdltarget_so_dl_target_5"), 0, "%s", r.err);
+	assert_caret(r.err, "p:libdltarget.so:dl_target+1", 2, "BAD_INSN_BNDRY");
+	assert_caret(r.err, "p:libdltarget.so:dl_target+5", 2, "BAD_PROBE_ADDR");
+	assert_caret(r.err, "p:libdltarget.so:no_such_fn", 2, "BAD_PROBE_ADDR");
+	cr_assert(strstr(r.err, "ukprobe: p:libnever.so:foo: never placed: libnever.so was "
+			 "never loaded\n"), "%s", r.err);
+
+	/* A program the traced one execs: the same, in the new image. */
+	{
+		unsigned long off = file_offset_of("calls", "target");
+		char in_insn[64];
+
+		snprintf(in_insn, sizeof(in_insn), "p:calls:0x%lx", off + 2);
+		r = sh("$U trace -c -e '%s' -e 'p calls:target+6' -e 'p:calls:target' "
+		       "-- env $P/calls count 4", in_insn);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		cr_assert_str_eq(r.out, "sum=22\n");
+		cr_assert_eq(count_value(r.err, "p_calls_target_0"), 4, "%s", r.err);
+		assert_caret(r.err, in_insn, 8, "BAD_INSN_BNDRY");
+		assert_caret(r.err, "p calls:target+6", 2, "BAD_PROBE_ADDR");
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The program's environment                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * bash takes its variables from the environment before main() with its own
+ * getenv()/setenv(): before, `bash -c env` under ukprobe showed LD_PRELOAD,
+ * LD_AUDIT, GLIBC_TUNABLES and the UKPROBE_AGENT_* variables.
+ */
+Test(ukprobe, environment_is_the_programs_own)
+{
+	static const char *const scripts[] = {
+		"env",			/* bash execs env itself: traced again */
+		"env; true",		/* a forked child execs it */
+		"echo \"$LD_PRELOAD|$LD_AUDIT|$GLIBC_TUNABLES|${!UKPROBE_*}\"",
+	};
+
+	for (int i = 0; i < 3; i++) {
+		for (int follow = 0; follow < 2; follow++) {
+			struct res r = sh("bash -c '%s' | grep -v '^_=' | sort > $T/e1;"
+					  "$U trace %s -e 'p:calls:target' -- bash -c '%s' "
+					  "| grep -v '^_=' | sort > $T/e2; diff $T/e1 $T/e2",
+					  scripts[i], follow ? "-F" : "", scripts[i]);
+
+			cr_assert_eq(r.status, 0, "bash -c '%s'%s:\n%s%s", scripts[i],
+				     follow ? " -F" : "", r.out, r.err);
+		}
+	}
+}
+
+/*
+ * The user's own LD_PRELOAD, GLIBC_TUNABLES and UKPROBE_AGENT_DIR: in
+ * effect and visible exactly as set, in the program and in the children it
+ * starts, which -F still traces.  Before: bash saw ukprobe's values, and a
+ * traced child lost UKPROBE_AGENT_DIR.
+ */
+Test(ukprobe, users_own_preload_kept)
+{
+	struct res r = sh("export LD_PRELOAD=$P/libuserpreload.so "
+			  "GLIBC_TUNABLES=glibc.malloc.perturb=0 UKPROBE_AGENT_DIR=%s;"
+			  "bash -c 'env | grep -E \"^(LD_|GLIBC_|UKPROBE)\" | sort' > $T/e1;"
+			  "$U trace -F -c -e 'p:calls:target' -- bash -c '"
+			  "env | grep -E \"^(LD_|GLIBC_|UKPROBE)\" | sort; "
+			  "$P/calls count 3 > /dev/null; "
+			  "bash -c \"echo child \\$LD_PRELOAD \\$GLIBC_TUNABLES\"' > $T/e2;"
+			  "cat $T/e1 $T/e2", UKP_BUILD_DIR);
+
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	{
+		char want[2048];
+
+		snprintf(want, sizeof(want),
+			 "GLIBC_TUNABLES=glibc.malloc.perturb=0\n"
+			 "LD_PRELOAD=%s/tests/tool-progs/libuserpreload.so\n"
+			 "UKPROBE_AGENT_DIR=%s\n", UKP_BUILD_DIR, UKP_BUILD_DIR);
+		cr_assert(!strncmp(r.out, want, strlen(want)), "untraced:\n%s", r.out);
+		cr_assert(!strncmp(r.out + strlen(want), want, strlen(want)), "traced:\n%s",
+			  r.out);
+		snprintf(want, sizeof(want), "child %s/tests/tool-progs/libuserpreload.so "
+			 "glibc.malloc.perturb=0\n", UKP_BUILD_DIR);
+		cr_assert(strstr(r.out, want), "%s", r.out);
+	}
+	/* In effect: in bash, env, calls and the inner bash. */
+	cr_assert(strstr(r.err, "userpreload in bash\n"), "%s", r.err);
+	cr_assert(strstr(r.err, "userpreload in env\n"), "%s", r.err);
+	cr_assert(strstr(r.err, "userpreload in calls\n"), "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_calls_target_0"), 3, "%s", r.err);
+}
+
+/*
+ * A program the agent cannot start in (statically linked) gets the
+ * environment unchanged: started by ukprobe, exec'd by the traced program,
+ * or spawned with -F.  Before: ukprobe's LD_PRELOAD, LD_AUDIT,
+ * GLIBC_TUNABLES and UKPROBE_AGENT_* stayed in its environment.
+ */
+Test(ukprobe, static_programs_get_the_environment_unchanged)
+{
+	static const char *const cmds[] = {
+		"$U trace -e 'p:calls:target' -- $P/static-printenv",
+		"$U trace -e 'p:calls:target' -- bash -c 'exec $P/static-printenv'",
+		"$U trace -F -e 'p:calls:target' -- bash -c '$P/static-printenv; true'",
+		"$U trace -F -e 'p:calls:target' -- $P/forker spawn $P/static-printenv",
+	};
+
+	for (int i = 0; i < 4; i++) {
+		struct res r = sh("%s", cmds[i]);
+
+		cr_assert(!strncmp(r.out, "none\n", 5), "%s:\n%s%s", cmds[i], r.out, r.err);
+	}
+	/* The dynamic twin is traced, and sees its environment as it was. */
+	{
+		struct res r = sh("$U trace -F -c -e 'p:printenv:main' -- "
+				  "$P/forker spawn $P/printenv");
+
+		cr_assert(strstr(r.out, "none\n"), "%s%s", r.out, r.err);
+		cr_assert_eq(count_value(r.err, "p_printenv_main_0"), 1, "%s", r.err);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON: UTF-8 strings                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Strings are UTF-8 in the JSON and Perfetto output; bytes that are not
+ * UTF-8 are escaped (\udcXX, as Python's surrogateescape); every file
+ * parses.  The thread name is cut by the kernel inside the 'é' (15 bytes).
+ * Before: "€" came out as \u00e2\u0082\u00ac.
+ */
+static const char json_check_py[] =
+	"import json,sys\n"
+	"raw=open(sys.argv[1],'rb').read()\n"
+	"text=raw.decode('utf-8')\n"
+	"assert '\\u20ac' in text, 'euro sign not written as UTF-8'\n"
+	"if sys.argv[2]=='json':\n"
+	"  evs=[json.loads(l) for l in text.splitlines()]\n"
+	"  evs=[(e['comm'],e['args']['s']) for e in evs if e.get('event')]\n"
+	"else:\n"
+	"  t=json.loads(text)['traceEvents']\n"
+	"  names={e['tid']:e['args']['name'] for e in t if e['name']=='thread_name'}\n"
+	"  evs=[(names[e['tid']],e['args']['values']['s']) for e in t if e['ph']=='i']\n"
+	"assert len(evs)==1, evs\n"
+	"c,s=evs[0]\n"
+	"b=lambda x: x.encode('utf-8','surrogateescape')\n"
+	"assert b(s)==b'\\xe2\\x82\\xac \\xff \"q\\\\ \\xc3', ascii(s)\n"
+	"assert b(c)==b'a'*14+b'\\xc3', ascii(c)\n"
+	"print('ok')\n";
+
+Test(ukprobe, json_strings_are_utf8)
+{
+	FILE *f;
+	char py[300];
+
+	snprintf(py, sizeof(py), "%s/check.py", tdir);
+	f = fopen(py, "w");
+	cr_assert_not_null(f);
+	fputs(json_check_py, f);
+	fclose(f);
+	for (int perfetto = 0; perfetto < 2; perfetto++) {
+		struct res r = sh("$U trace --format %s -o $T/j -e 'p:calls:target_str s=+0(%%di):string' "
+				  "-- $P/calls str $'\\xe2\\x82\\xac \\xff \"q\\\\ \\xc3' "
+				  "$'aaaaaaaaaaaaaa\\xc3\\xa9' && $PY3 $T/check.py $T/j %s",
+				  perfetto ? "perfetto" : "json", perfetto ? "perfetto" : "json");
+
+		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+		cr_assert_str_eq(r.out, "len=11\nok\n", "%s", r.err);
+	}
+	/* The summaries: an object path with a quote and a UTF-8 name. */
+	{
+		struct res r = sh("f=\"$T/we\\\"ird\"$'\\xe2\\x82\\xac'; cp $P/calls \"$f\" && "
+				  "$U latency --format json -o $T/l \"$f:target\" -- \"$f\" count 3 && "
+				  "$U trace -c --hist i --format json -o $T/c "
+				  "-e \"p:$f:target i=%%di:u64\" -- \"$f\" count 3 && "
+				  "$PY3 -c 'import json,sys\n"
+				  "l=[json.loads(x) for x in open(sys.argv[1],encoding=\"utf-8\")]\n"
+				  "c=[json.loads(x) for x in open(sys.argv[2],encoding=\"utf-8\")]\n"
+				  "assert l[0][\"function\"].endswith(\"we\\\"ird\\u20ac:target\"), l\n"
+				  "assert l[0][\"count\"]==3 and c[0][\"type\"]==\"counts\", (l, c)\n"
+				  "print(\"ok\")' $T/l $T/c");
+
+		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+		cr_assert_str_eq(r.out, "sum=12\nsum=12\nok\n", "%s", r.err);
+	}
 }

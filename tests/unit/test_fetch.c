@@ -6,7 +6,7 @@
  * kernel's b<width>@<bit-offset>/<container-bits>), symbols, and bad
  * pointers, which give -EFAULT and "(fault)" and never a crash.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 
 #include "../../tools/ukprobe/probe_events.c"
 #include "../../tools/ukprobe/fetch.c"
+#include "../../tools/ukprobe/json.c"
 
 /* ---- the known data ------------------------------------------------------ */
 
@@ -722,4 +723,38 @@ Test(fetch, from_a_signal_handler)
 	cr_expect_eq(sig_used[2], 8);
 	cr_expect_eq(((uint32_t *)(sig_buf + 128))[1], 20);
 	put_ev(sig_ev);
+}
+
+/* ---- fetched strings in JSON (json.c) ---------------------------------- */
+
+static void put_buf(const char *p, size_t n, void *arg)
+{
+	strncat((char *)arg, p, n);
+}
+
+static void expect_json(const char *in, size_t n, const char *want)
+{
+	char out[512] = "";
+
+	json_escape(in, n, put_buf, out);
+	cr_expect_str_eq(out, want, "escaping %zu bytes", n);
+}
+
+/* UTF-8 as it is; every byte of a malformed sequence \udcXX; JSON's own
+ * escapes.  Before: "€" was \u00e2\u0082\u00ac. */
+Test(json, utf8_kept_bad_bytes_escaped)
+{
+	expect_json("plain", 5, "plain");
+	expect_json("\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80", 11, "\xe2\x82\xac \xc3\xa9 \xf0\x9f\x98\x80");
+	expect_json("\xff", 1, "\\udcff");
+	/* Overlong, a surrogate, past U+10FFFF, a lone continuation byte. */
+	expect_json("\xc0\xaf", 2, "\\udcc0\\udcaf");
+	expect_json("\xed\xa0\x80", 3, "\\udced\\udca0\\udc80");
+	expect_json("\xf4\x90\x80\x80", 4, "\\udcf4\\udc90\\udc80\\udc80");
+	expect_json("a\x80z", 3, "a\\udc80z");
+	/* Cut in the middle of a sequence (a string cut at its length). */
+	expect_json("ab\xe2\x82", 4, "ab\\udce2\\udc82");
+	expect_json("\"q\\\n\t\r\x01\x7f", 8, "\\\"q\\\\\\n\\t\\r\\u0001\\u007f");
+	/* A NUL inside the bytes given is a control character too. */
+	expect_json("a\0b", 3, "a\\u0000b");
 }

@@ -4,13 +4,15 @@
  * program it starts.
  *
  * Its constructor runs before the program's main: it reads the definitions
- * the command passed in the environment, takes them (and LD_PRELOAD and
- * LD_AUDIT) out of the environment the program sees, registers the probes
- * with libukprobes and starts the writer thread.  Definitions on objects not
- * loaded yet are placed when the run-time linker loads them: the audit
- * module (audit.c, LD_AUDIT) calls ukprobe_agent_objects_changed() each time
- * the set of loaded objects is consistent again after a dlopen(), before the
- * new object's constructors run.
+ * the command passed in the environment, gives the program back the
+ * environment the user gave it (agent_env.c), checks and registers the
+ * probes with libukprobes (point_check.c: what the command could not check
+ * in the files before the program ran) and starts the writer thread.
+ * Definitions on objects not loaded yet are placed when the run-time linker
+ * loads them: the audit module (audit.c, LD_AUDIT) calls
+ * ukprobe_agent_objects_changed() each time the set of loaded objects is
+ * consistent again after a dlopen(), before the new object's constructors
+ * run.
  *
  * Processes: fork(), the exec family, posix_spawn(), system(), popen() and
  * _exit() are interposed.
@@ -41,10 +43,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_env.h"
 #include "fetch.h"
+#include "point_check.h"
 #include "syms.h"
 
 #define AGENT_API __attribute__((visibility("default")))
+
+extern char **environ;
 
 struct agent_conf conf = { .fmt = FMT_TEXT, .out_fd = -1, .shm_fd = -1, .drain_ms = 10 };
 struct tev *tevs;
@@ -98,8 +104,12 @@ void agent_note_error(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void event_error(struct tev *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void event_error(struct tev *t, const char *fmt, ...)
+/* The first failure of t in this run, for the command to print: code and
+ * pos (a PE_ERR_* code and where its caret goes; 0, 0 for a plain line)
+ * and the text. */
+static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event_error(struct tev *t, int code, int pos, const char *fmt, ...)
 {
 	struct uks_event *se = &shm->ev[t->id];
 	unsigned int expect = 0;
@@ -108,6 +118,8 @@ static void event_error(struct tev *t, const char *fmt, ...)
 	atomic_fetch_add(&se->failed, 1);
 	if (!atomic_compare_exchange_strong(&se->error_set, &expect, 1))
 		return;
+	se->err_code = code;
+	se->err_pos = pos;
 	va_start(ap, fmt);
 	vsnprintf(se->error, sizeof(se->error), fmt, ap);
 	va_end(ap);
@@ -119,7 +131,7 @@ static void event_error(struct tev *t, const char *fmt, ...)
 
 static char *env_copy(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = agent_env_get(environ, name);
 	char *s;
 
 	if (!v)
@@ -257,35 +269,6 @@ int agent_output_fd(void)
 	return fd;
 }
 
-/* Put the program's own LD_PRELOAD / LD_AUDIT back and drop ours. */
-static void strip_env(void)
-{
-	static const char *const ours[] = {
-		"UKPROBE_AGENT_CONF", "UKPROBE_AGENT_DEFS", "UKPROBE_AGENT_HISTS",
-		"UKPROBE_AGENT_ORIG_LD_PRELOAD", "UKPROBE_AGENT_ORIG_LD_AUDIT",
-		"UKPROBE_AGENT_ORIG_GLIBC_TUNABLES",
-	};
-	const char *p = getenv("UKPROBE_AGENT_ORIG_LD_PRELOAD");
-	const char *a = getenv("UKPROBE_AGENT_ORIG_LD_AUDIT");
-	const char *t = getenv("UKPROBE_AGENT_ORIG_GLIBC_TUNABLES");
-
-	if (p)
-		setenv("LD_PRELOAD", p, 1);
-	else
-		unsetenv("LD_PRELOAD");
-	if (a)
-		setenv("LD_AUDIT", a, 1);
-	else
-		unsetenv("LD_AUDIT");
-	/* GLIBC_TUNABLES: ours only when there is an audit module. */
-	if (t)
-		setenv("GLIBC_TUNABLES", t, 1);
-	else if (audit_path)
-		unsetenv("GLIBC_TUNABLES");
-	for (size_t i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
-		unsetenv(ours[i]);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Definitions                                                               */
 /* ------------------------------------------------------------------------ */
@@ -345,8 +328,7 @@ static int setup_events(const char *defs, const char *hists)
 		e = pe_parse(d, &t->ev, &err);
 		if (e) {
 			t->state = TEV_FAILED;
-			event_error(t, "%s (%s)", err.reason ? err.reason : strerror(-e),
-				    pe_error_name(err.code));
+			event_error(t, err.code, err.pos, "%s", "");
 			continue;
 		}
 		t->is_ret = t->ev.kind == PE_RETURN;
@@ -415,6 +397,38 @@ static const char *errname(int e)
 }
 
 /*
+ * The checks `ukprobe trace` made in the files before the program ran
+ * (point_check.h), for what it could not see then: objects loaded later,
+ * bare symbols found in them, absolute addresses.  0, or -EINVAL with the
+ * error noted.
+ */
+static int check_in_file(struct tev *t)
+{
+	struct pe_event *ev = &t->ev;
+	const struct symfile *sf;
+	struct point_info pi;
+	struct pe_error perr;
+	uintptr_t bias;
+	int err;
+
+	if (ev->symbol[0] || ev->addr_is_file_offset)
+		err = lobjs_symfile(ev->object, ev->symbol, &sf, &bias);
+	else
+		err = lobjs_symfile_at(ev->address, &sf, &bias);
+	if (err)
+		return 0;	/* no file (the vDSO, generated code): the library's checks */
+	if (ev->symbol[0] || ev->addr_is_file_offset)
+		err = point_check_event(ev, sf, &pi, &perr);
+	else
+		err = point_check_vaddr(ev, sf, ev->address - bias, &pi, &perr);
+	if (err) {
+		event_error(t, perr.code, perr.pos, "%s", pi.why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * Register t if its object is loaded.  0 placed, -EAGAIN not yet (object not
  * loaded, or a symbol not found anywhere yet), other: failed for good.
  */
@@ -435,21 +449,23 @@ static int place(struct tev *t)
 		if (!ev->object[0])
 			return -EAGAIN;	/* may come with an object loaded later */
 		/* The object is loaded and has no such symbol. */
-		event_error(t, "%s not found in %s (%s)", ev->symbol, ev->object,
-			    pe_error_name(perr.code));
+		event_error(t, perr.code, perr.pos, "%s has no symbol %s", ev->object, ev->symbol);
 		return -ENOENT;
 	}
 	if (err == -ENOENT)
 		return -EAGAIN;	/* an @SYM that may come with a later object */
 	if (err) {
-		event_error(t, "%s (%s)", perr.reason, pe_error_name(perr.code));
+		event_error(t, perr.code, perr.pos, "%s", "");
 		return err;
 	}
+	err = check_in_file(t);
+	if (err)
+		return err;
 	memset(&t->u, 0, sizeof(t->u));
 	if (ev->addr_is_file_offset) {
 		if (lobjs_offset_addr(ev->object, ev->address, &addr)) {
-			event_error(t, "file offset 0x%lx is in no segment of %s (BAD_FILE_OFFS)",
-				    ev->address, ev->object);
+			event_error(t, PE_ERR_BAD_FILE_OFFS, ev->point_pos + (int)strlen(ev->object) + 1,
+				    "file offset 0x%lx is in no segment of %s", ev->address, ev->object);
 			return -EINVAL;
 		}
 		kp->addr = (kprobe_opcode_t *)addr;
@@ -479,7 +495,12 @@ static int place(struct tev *t)
 	if (err == -ENOENT && !ev->object[0] && ev->symbol[0])
 		return -EAGAIN;	/* maybe in an object loaded later */
 	if (err) {
-		event_error(t, "cannot place the probe: %s (%s)", strerror(-err), errname(-err));
+		/* As the kernel's trace_kprobe reports register_kprobe()'s
+		 * refusals. */
+		event_error(t, err == -EILSEQ ? PE_ERR_BAD_INSN_BNDRY :
+			    err == -ENOENT ? PE_ERR_BAD_PROBE_ADDR : PE_ERR_FAIL_REG_PROBE,
+			    ev->point_pos, "register_%s(): %s (%s)", t->is_ret ? "kretprobe" : "kprobe",
+			    strerror(-err), errname(-err));
 		return err;
 	}
 	t->func = (uintptr_t)kp->addr;
@@ -593,9 +614,9 @@ static void diag(const char *msg)
 
 __attribute__((constructor)) static void agent_init(void)
 {
-	const char *c = getenv("UKPROBE_AGENT_CONF");
-	const char *defs = getenv("UKPROBE_AGENT_DEFS");
-	const char *hists = getenv("UKPROBE_AGENT_HISTS");
+	const char *c = agent_env_get(environ, "UKPROBE_AGENT_CONF");
+	const char *defs = agent_env_get(environ, "UKPROBE_AGENT_DEFS");
+	const char *hists = agent_env_get(environ, "UKPROBE_AGENT_HISTS");
 	int failed, fd;
 	void *m;
 
@@ -609,7 +630,8 @@ __attribute__((constructor)) static void agent_init(void)
 	conf.bufsize = pow2_at_least(conf.bufsize ? conf.bufsize : 256 * 1024);
 	defs = strdup(defs);
 	hists = hists ? strdup(hists) : NULL;
-	strip_env();
+	/* GLIBC_TUNABLES: the command sets it with the audit module only. */
+	agent_env_restore(audit_path != NULL);
 
 	fd = find_fd(conf.shm_fd, shm_dev, shm_ino, tool_shm_fd, O_RDWR);
 	if (fd < 0) {
@@ -751,82 +773,24 @@ static size_t env_count(char *const env[])
 	return n;
 }
 
-static bool env_is(const char *e, const char *name)
+/* What a traced new program gets (agent_env.h). */
+static void child_env(char *const env[], char **out, char (*bufs)[AGENT_ENV_BUF])
 {
-	size_t n = strlen(name);
+	struct agent_env ae = {
+		.preload = preload_path ? preload_path : agent_path,
+		.audit = audit_path,
+		.tls = tls_surplus,
+		.conf = env_conf_next,
+		.defs = env_defs,
+		.hists = env_hists,
+	};
 
-	return !strncmp(e, name, n) && e[n] == '=';
-}
-
-#define ENVBUF 4096
-
-/*
- * The environment of a traced new program: env without our variables, plus
- * LD_PRELOAD / LD_AUDIT with the agent first and the program's own values
- * remembered (and, with the audit module, GLIBC_TUNABLES asking for the
- * static TLS the agent needs).  No allocation (may run in a vfork child):
- * out has room for env_count(env) + 10 pointers, bufs for 6 strings.
- */
-static void child_env(char *const env[], char **out, char (*bufs)[ENVBUF], bool same_process)
-{
-	const char *their_pre = NULL, *their_aud = NULL, *their_tun = NULL;
-	size_t n = 0;
-
-	for (size_t i = 0; env && env[i]; i++) {
-		const char *e = env[i];
-
-		if (env_is(e, "LD_PRELOAD")) {
-			their_pre = e + 11;
-			continue;
-		}
-		if (env_is(e, "LD_AUDIT")) {
-			their_aud = e + 9;
-			continue;
-		}
-		if (env_is(e, "GLIBC_TUNABLES") && audit_path) {
-			their_tun = e + 15;
-			continue;
-		}
-		if (!strncmp(e, "UKPROBE_AGENT_", 14))
-			continue;
-		out[n++] = (char *)e;
-	}
-	snprintf(bufs[0], ENVBUF, "LD_PRELOAD=%s%s%s", preload_path ? preload_path : agent_path,
-		 their_pre && *their_pre ? ":" : "", their_pre ? their_pre : "");
-	out[n++] = bufs[0];
-	if (audit_path) {
-		snprintf(bufs[1], ENVBUF, "LD_AUDIT=%s%s%s", audit_path,
-			 their_aud && *their_aud ? ":" : "", their_aud ? their_aud : "");
-		out[n++] = bufs[1];
-		snprintf(bufs[4], ENVBUF, "GLIBC_TUNABLES=%s%sglibc.rtld.optional_static_tls=%lu",
-			 their_tun ? their_tun : "", their_tun && *their_tun ? ":" : "",
-			 tls_surplus ? tls_surplus : 16384ul);
-		out[n++] = bufs[4];
-		if (their_tun) {
-			snprintf(bufs[5], ENVBUF, "UKPROBE_AGENT_ORIG_GLIBC_TUNABLES=%s", their_tun);
-			out[n++] = bufs[5];
-		}
-	}
-	if (their_pre) {
-		snprintf(bufs[2], ENVBUF, "UKPROBE_AGENT_ORIG_LD_PRELOAD=%s", their_pre);
-		out[n++] = bufs[2];
-	}
-	if (their_aud) {
-		snprintf(bufs[3], ENVBUF, "UKPROBE_AGENT_ORIG_LD_AUDIT=%s", their_aud);
-		out[n++] = bufs[3];
-	}
-	/* A new image reports failures instead of stopping the program. */
-	(void)same_process;
-	out[n++] = env_conf_next;
-	out[n++] = env_defs;
-	if (env_hists)
-		out[n++] = env_hists;
-	out[n] = NULL;
+	agent_env_child(&ae, env, out, bufs);
 }
 
 /* Called before an exec of this process: write what the buffers hold, and
- * let the new image inherit the descriptors. */
-static void before_exec(void)
+ * let the new image inherit the descriptors if it will trace (traced). */
+static void before_exec(bool traced)
 {
 	if (getpid() != agent_pid)
 		return;	/* a vfork child: the parent's writer goes on */
@@ -834,7 +798,7 @@ static void before_exec(void)
 	account_missed();
 	if (conf.events)
 		writer_flush();
-	if (!conf.follow) {
+	if (!conf.follow && traced) {
 		fcntl(conf.shm_fd, F_SETFD, 0);
 		if (conf.out_fd >= 0)
 			fcntl(conf.out_fd, F_SETFD, 0);
@@ -843,11 +807,11 @@ static void before_exec(void)
 }
 
 /* The exec failed: back as before. */
-static void after_failed_exec(void)
+static void after_failed_exec(bool traced)
 {
 	int e = errno;
 
-	if (getpid() == agent_pid && !conf.follow) {
+	if (getpid() == agent_pid && !conf.follow && traced) {
 		fcntl(conf.shm_fd, F_SETFD, FD_CLOEXEC);
 		if (conf.out_fd >= 0)
 			fcntl(conf.out_fd, F_SETFD, FD_CLOEXEC);
@@ -865,14 +829,30 @@ static bool exec_traced(void)
 }
 
 #define WITH_CHILD_ENV(envp, newenv, body) do {				\
-	size_t n_ = env_count(envp) + 10;					\
+	size_t n_ = env_count(envp) + AGENT_ENV_EXTRA + 1;		\
 	char *newenv[n_];						\
-	char bufs_[6][ENVBUF];						\
-	child_env(envp, newenv, bufs_, getpid() == agent_pid);		\
+	char bufs_[AGENT_ENV_NBUFS][AGENT_ENV_BUF];			\
+	child_env(envp, newenv, bufs_);					\
 	body;								\
 } while (0)
 
-extern char **environ;
+/*
+ * An exec of this very process, traced: r = call, where call execs with
+ * the environment ne.  A program that can take the agent gets the
+ * agent's variables; one that cannot (static, set-user-ID) gets envp as
+ * it is, and tracing ends with this image.
+ */
+#define TRACED_EXEC(takes_agent, envp, ne, call) do {			\
+	bool takes_ = (takes_agent);					\
+	before_exec(takes_);						\
+	if (takes_) {							\
+		WITH_CHILD_ENV(envp, ne, r = call);			\
+	} else {							\
+		char *const *ne = envp;					\
+		r = call;						\
+	}								\
+	after_failed_exec(takes_);					\
+} while (0)
 
 AGENT_API int execve(const char *path, char *const argv[], char *const envp[])
 {
@@ -881,9 +861,8 @@ AGENT_API int execve(const char *path, char *const argv[], char *const envp[])
 	REAL(execve);
 	if (!exec_traced())
 		return real_execve(path, argv, envp);
-	before_exec();
-	WITH_CHILD_ENV(envp, ne, r = real_execve(path, argv, ne));
-	after_failed_exec();
+	TRACED_EXEC(agent_env_takes_agent_at(AT_FDCWD, path, 0), envp, ne,
+		    real_execve(path, argv, ne));
 	return r;
 }
 
@@ -899,9 +878,7 @@ AGENT_API int execvpe(const char *file, char *const argv[], char *const envp[])
 	REAL(execvpe);
 	if (!exec_traced())
 		return real_execvpe(file, argv, envp);
-	before_exec();
-	WITH_CHILD_ENV(envp, ne, r = real_execvpe(file, argv, ne));
-	after_failed_exec();
+	TRACED_EXEC(agent_env_takes_agent_file(file), envp, ne, real_execvpe(file, argv, ne));
 	return r;
 }
 
@@ -917,9 +894,7 @@ AGENT_API int fexecve(int fd, char *const argv[], char *const envp[])
 	REAL(fexecve);
 	if (!exec_traced())
 		return real_fexecve(fd, argv, envp);
-	before_exec();
-	WITH_CHILD_ENV(envp, ne, r = real_fexecve(fd, argv, ne));
-	after_failed_exec();
+	TRACED_EXEC(agent_env_takes_agent_fd(fd), envp, ne, real_fexecve(fd, argv, ne));
 	return r;
 }
 
@@ -935,9 +910,8 @@ AGENT_API int execveat(int dirfd, const char *path, char *const argv[],
 	}
 	if (!exec_traced())
 		return real_execveat(dirfd, path, argv, envp, flags);
-	before_exec();
-	WITH_CHILD_ENV(envp, ne, r = real_execveat(dirfd, path, argv, ne, flags));
-	after_failed_exec();
+	TRACED_EXEC(agent_env_takes_agent_at(dirfd, path, flags), envp, ne,
+		    real_execveat(dirfd, path, argv, ne, flags));
 	return r;
 }
 
@@ -999,7 +973,7 @@ AGENT_API int posix_spawn(pid_t *pid, const char *path,
 	int r;
 
 	REAL(posix_spawn);
-	if (!trace_children())
+	if (!trace_children() || !agent_env_takes_agent_at(AT_FDCWD, path, 0))
 		return real_posix_spawn(pid, path, fa, attr, argv, envp);
 	WITH_CHILD_ENV(envp, ne, r = real_posix_spawn(pid, path, fa, attr, argv, ne));
 	return r;
@@ -1013,7 +987,7 @@ AGENT_API int posix_spawnp(pid_t *pid, const char *file,
 	int r;
 
 	REAL(posix_spawnp);
-	if (!trace_children())
+	if (!trace_children() || !agent_env_takes_agent_file(file))
 		return real_posix_spawnp(pid, file, fa, attr, argv, envp);
 	WITH_CHILD_ENV(envp, ne, r = real_posix_spawnp(pid, file, fa, attr, argv, ne));
 	return r;

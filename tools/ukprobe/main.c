@@ -28,7 +28,10 @@
 #include <unistd.h>
 
 #include "probe_events.h"
+#include "agent_env.h"
 #include "fetch.h"
+#include "json.h"
+#include "prog_objs.h"
 #include "report.h"
 #include "shm.h"
 #include "syms.h"
@@ -170,14 +173,15 @@ void tool_err(const char *fmt, ...)
 
 /*
  * "p:libc.so.6:malloc ARGS" and "r:libc.so.6:openat": the kernel reads
- * "p:X" as an event name X, but X here cannot be one (it has '.' or ':'),
- * so it is the probe point, as in "p libc.so.6:malloc".  Same length: the
- * carets of error messages stay right.
+ * "p:X" as an event name X, but X here cannot be one (it has a ':', which
+ * neither a group nor an event name may have), so it is the probe point, as
+ * in "p libc.so.6:malloc".  Anything else after "p:" stays the event name
+ * and is checked as one ("p:bad-name SYM" is BAD_EVENT_NAME, as in the
+ * kernel).  Same length: the carets of error messages stay right.
  */
 static void normalize_def(char *def)
 {
 	char *p = def, *tok, *end;
-	bool name_ok = true;
 
 	if (*p != 'p' && *p != 'r')
 		return;
@@ -188,13 +192,7 @@ static void normalize_def(char *def)
 		return;
 	tok = p + 1;
 	end = tok + strcspn(tok, " \t");
-	if (end == tok)
-		return;
-	for (char *q = tok; q < end; q++)
-		if (!(*q == '_' || *q == '/' || (*q >= '0' && *q <= '9') ||
-		      (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
-			name_ok = false;
-	if (!name_ok)
+	if (memchr(tok, ':', (size_t)(end - tok)))
 		*p = ' ';
 }
 
@@ -419,6 +417,54 @@ struct run_opts {
 	char **argv;		/* CMD ARGS */
 };
 
+/*
+ * Each probe point checked in the files of the objects the program loads at
+ * start, before it runs: an error stops ukprobe as the kernel refuses a bad
+ * definition.  Points in objects loaded later (dlopen), and absolute
+ * addresses, are checked by the agent when it places them.  A program that
+ * is no ELF file (a script) leaves every check to the agent.
+ */
+static int check_points(const struct run_opts *o, const struct pe_event *evs)
+{
+	struct prog_objs *P = calloc(1, sizeof(*P));
+	char err[PATH_MAX + 128];
+	int bad = 0;
+
+	if (!P)
+		return -1;
+	if (prog_objs_load(P, o->argv[0], err, sizeof(err))) {
+		free(P);
+		return 0;
+	}
+	for (int i = 0; i < o->defs.n; i++) {
+		struct point_info pi;
+		struct pe_error e;
+		struct pobj *obj;
+
+		if (prog_objs_check(P, &evs[i], false, &obj, &pi, &e) == POINT_BAD) {
+			point_print_error(stderr, o->defs.orig[i], &e, pi.why);
+			bad++;
+		}
+	}
+	prog_objs_free(P);
+	free(P);
+	return bad ? -1 : 0;
+}
+
+/* What the agent found wrong with definition i: with the caret when it
+ * has the kernel's error name (point_check.h), else as a line. */
+static void print_event_error(const struct run_opts *o, int i, const struct uks_event *se)
+{
+	if (se->err_code > 0) {
+		struct pe_error e = { .code = se->err_code, .pos = se->err_pos,
+				      .reason = pe_error_reason(se->err_code) };
+
+		point_print_error(stderr, o->defs.orig[i], &e, se->error);
+	} else {
+		fprintf(stderr, "ukprobe: %s: %s\n", o->defs.orig[i], se->error);
+	}
+}
+
 static int fmt_of(const char *s)
 {
 	if (!s || !strcmp(s, "text"))
@@ -460,9 +506,11 @@ static void print_summary(struct run_opts *o, struct uks *shm, struct pe_event *
 	if (o->count) {
 		if (fmt == 1) {
 			fprintf(sout, "{\"type\":\"counts\",\"counts\":{");
-			for (int i = 0; i < o->defs.n; i++)
-				fprintf(sout, "%s\"%s\":%llu", i ? "," : "", evs[i].event,
-					(unsigned long long)atomic_load(&shm->ev[i].hits));
+			for (int i = 0; i < o->defs.n; i++) {
+				fputs(i ? "," : "", sout);
+				json_fputq(sout, evs[i].event);
+				fprintf(sout, ":%llu", (unsigned long long)atomic_load(&shm->ev[i].hits));
+			}
 			fprintf(sout, "}}\n");
 		} else {
 			for (int i = 0; i < o->defs.n; i++)
@@ -536,7 +584,7 @@ static int print_warnings(struct run_opts *o, struct uks *shm, struct pe_event *
 				"hit inside a handler, or no free instance: raise MAXACTIVE with r<N>" :
 				"hit inside a handler, e.g. of a function the handlers call");
 		if (atomic_load(&se->error_set))
-			fprintf(stderr, "ukprobe: %s: %s\n", o->defs.orig[i], se->error);
+			print_event_error(o, i, se);
 		if (!atomic_load(&se->placed) && !atomic_load(&se->failed)) {
 			never++;
 			if (evs[i].object[0])
@@ -593,8 +641,10 @@ static int run(struct run_opts *o)
 		tool_err("no command to run: ... -- CMD [ARGS]");
 		return 2;
 	}
-	if (parse_all(&o->defs, &evs))
+	if (parse_all(&o->defs, &evs) || check_points(o, evs)) {
+		tool_err("%s was not run", o->argv[0]);
 		return 2;
+	}
 	for (int h = 0; h < o->nhists; h++) {
 		bool found = false, ok = true;
 
@@ -707,6 +757,12 @@ static int run(struct run_opts *o)
 		char *defs = NULL, *hists = NULL, *v;
 		size_t dl = 0, hl = 0;
 
+		/* A program the agent cannot start in (static, set-user-ID)
+		 * runs with the environment as it is; the end says that
+		 * nothing was traced. */
+		if (!agent_env_takes_agent_file(o->argv[0]))
+			goto exec;
+
 		for (int i = 0; i < o->defs.n; i++)
 			dl += strlen(o->defs.v[i]) + 1;
 		defs = calloc(1, dl + 1);
@@ -738,6 +794,7 @@ static int run(struct run_opts *o)
 		setenv("UKPROBE_AGENT_CONF", conf, 1);
 		setenv("UKPROBE_AGENT_DEFS", defs, 1);
 		setenv("UKPROBE_AGENT_HISTS", hists, 1);
+exec:
 		execvp(o->argv[0], o->argv);
 		fprintf(stderr, "ukprobe: %s: %s\n", o->argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -765,18 +822,18 @@ static int run(struct run_opts *o)
 	}
 	child_pid = 0;
 
-	if (atomic_load(&shm->fatal)) {
-		for (int i = 0; i < o->defs.n; i++)
-			if (atomic_load(&shm->ev[i].error_set))
-				fprintf(stderr, "ukprobe: %s: %s\n", o->defs.orig[i],
-					shm->ev[i].error);
-		tool_err("%s was not run: a definition could not be placed", o->argv[0]);
-		return 2;
-	}
+	/* The Perfetto file is whole in every case. */
 	if (fmt == 2 && !o->latency) {
 		fprintf(out, "{\"name\":\"ukprobe\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
 			"\"args\":{\"name\":\"ukprobe %s\"}}\n]}\n", UKPROBE_VERSION);
 		fflush(out);
+	}
+	if (atomic_load(&shm->fatal)) {
+		for (int i = 0; i < o->defs.n; i++)
+			if (atomic_load(&shm->ev[i].error_set))
+				print_event_error(o, i, &shm->ev[i]);
+		tool_err("%s was not run: a definition could not be placed", o->argv[0]);
+		return 2;
 	}
 	print_summary(o, shm, evs, out, fmt);
 	print_warnings(o, shm, evs, status);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "report.h"
 
 /* 2^power with bpftrace's suffixes: 512, 1K, 2K ... 1M ... */
@@ -80,8 +81,9 @@ void report_hist_json(FILE *out, const char *name, const struct uks_hist *h)
 {
 	bool first = true;
 
-	fprintf(out, "{\"type\":\"hist\",\"name\":\"%s\",\"count\":%" PRIu64 ",\"buckets\":[",
-		name, (uint64_t)atomic_load(&h->count));
+	fprintf(out, "{\"type\":\"hist\",\"name\":");
+	json_fputq(out, name);
+	fprintf(out, ",\"count\":%" PRIu64 ",\"buckets\":[", (uint64_t)atomic_load(&h->count));
 	for (int b = 0; b < UKS_BUCKETS; b++) {
 		uint64_t c = atomic_load(&h->b[b]);
 
@@ -176,9 +178,10 @@ void report_latency_json(FILE *out, const char *func, const struct uks_hist *h,
 	uint64_t count = atomic_load(&h->count), sum = atomic_load(&h->sum);
 	bool first = true;
 
-	fprintf(out, "{\"type\":\"latency\",\"function\":\"%s\",\"unit\":\"%s\","
-		"\"count\":%" PRIu64 ",\"total\":%llu,\"avg\":%llu,\"buckets_ns\":[",
-		func, unit, count, (unsigned long long)(sum / unit_div),
+	fprintf(out, "{\"type\":\"latency\",\"function\":");
+	json_fputq(out, func);
+	fprintf(out, ",\"unit\":\"%s\",\"count\":%" PRIu64 ",\"total\":%llu,\"avg\":%llu,"
+		"\"buckets_ns\":[", unit, count, (unsigned long long)(sum / unit_div),
 		count ? (unsigned long long)(sum / count / unit_div) : 0ull);
 	for (int b = 1; b < UKS_BUCKETS; b++) {
 		uint64_t c = atomic_load(&h->b[b]);

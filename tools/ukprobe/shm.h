@@ -15,8 +15,10 @@
  *   UKPROBE_AGENT_CONF   key=value;... (see agent.c: parse_conf)
  *   UKPROBE_AGENT_DEFS   the definitions, one per line
  *   UKPROBE_AGENT_HISTS  the --hist names, one per line
- *   UKPROBE_AGENT_ORIG_LD_PRELOAD, UKPROBE_AGENT_ORIG_LD_AUDIT
- *                        the program's own values, set back (absent: unset)
+ *   UKPROBE_AGENT_ORIG_LD_PRELOAD, UKPROBE_AGENT_ORIG_LD_AUDIT,
+ *   UKPROBE_AGENT_ORIG_GLIBC_TUNABLES
+ *                        the user's own values, set back (absent: unset;
+ *                        agent_env.h)
  */
 #ifndef UKPROBE_SHM_H
 #define UKPROBE_SHM_H
@@ -25,7 +27,7 @@
 #include <stdint.h>
 
 #define UKS_MAGIC		0x756b7072u	/* "ukpr" */
-#define UKS_VERSION		1u
+#define UKS_VERSION		2u
 #define UKS_MAX_EVENTS		128
 #define UKS_MAX_HISTS		8
 #define UKS_ERRLEN		512
@@ -59,6 +61,7 @@ struct uks_event {
 	_Atomic uint32_t placed;	/* processes where it was registered */
 	_Atomic uint32_t failed;	/* processes where registration failed */
 	_Atomic uint32_t error_set;
+	int32_t err_code, err_pos;	/* its PE_ERR_* code and caret (0: none) */
 	char error[UKS_ERRLEN];		/* first failure, as text */
 	struct uks_hist lat;		/* ukprobe latency: durations in ns */
 };

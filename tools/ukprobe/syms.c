@@ -106,6 +106,90 @@ static bool want_sym(const GElf_Sym *s, const char *name)
 	return true;
 }
 
+/*
+ * A pointer of the DWARF exception-header encoding enc (DW_EH_PE_*) at *p,
+ * whose own link-time address is at; datarel is relative to base (the start
+ * of .eh_frame_hdr).  Only what .eh_frame_hdr uses: fixed sizes, absolute,
+ * pc- or data-relative.  0, or -EINVAL.
+ */
+static int eh_pointer(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at,
+		      uint64_t base, uint64_t *out)
+{
+	size_t size;
+	uint64_t v = 0;
+
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: case 0x0c: size = 8; break;	/* absptr, u/sdata8 */
+	case 0x03: case 0x0b: size = 4; break;			/* u/sdata4 */
+	case 0x02: case 0x0a: size = 2; break;			/* u/sdata2 */
+	default: return -EINVAL;
+	}
+	if ((size_t)(end - *p) < size)
+		return -EINVAL;
+	memcpy(&v, *p, size);	/* little-endian, as the files we read */
+	if ((enc & 0x08) && size < 8 && (v >> (size * 8 - 1)))
+		v |= ~0ull << (size * 8);	/* signed */
+	*p += size;
+	switch (enc & 0x70) {
+	case 0x00: break;			/* absolute */
+	case 0x10: v += at; break;		/* pcrel */
+	case 0x30: v += base; break;		/* datarel */
+	default: return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * The functions of the unwind tables: .eh_frame_hdr's binary-search table
+ * (version 1) lists the start of every function that has an FDE, sorted.
+ * Stripped files keep it: it is how their code can be decoded from a
+ * function's start.
+ */
+static void read_cfi_starts(Elf *elf, struct symfile *sf, const GElf_Phdr *ph)
+{
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph->p_offset, ph->p_filesz, ELF_T_BYTE);
+	const uint8_t *p, *end;
+	uint64_t fde_table, count, hdr = ph->p_vaddr;
+	uint8_t enc_count, enc_table;
+
+	if (!d || !d->d_buf || d->d_size < 4)
+		return;
+	p = d->d_buf;
+	end = p + d->d_size;
+	if (p[0] != 1 || p[1] == 0xff || p[2] == 0xff || p[3] == 0xff)
+		return;
+	enc_count = p[2];
+	enc_table = p[3];
+	{
+		const uint8_t *q = p + 4;
+
+		if (eh_pointer(&q, end, p[1], hdr + 4, hdr, &fde_table) ||
+		    eh_pointer(&q, end, enc_count, hdr + (uint64_t)(q - p), hdr, &count))
+			return;
+		p = q;
+	}
+	if (!count || count > (uint64_t)(end - p) / 4)
+		return;
+	sf->cfi_starts = malloc(count * sizeof(*sf->cfi_starts));
+	if (!sf->cfi_starts)
+		return;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t start, fde;
+		const uint8_t *q = p;
+
+		if (eh_pointer(&q, end, enc_table, hdr + (uint64_t)(p - (const uint8_t *)d->d_buf),
+			       hdr, &start) ||
+		    eh_pointer(&q, end, enc_table, hdr + (uint64_t)(q - (const uint8_t *)d->d_buf),
+			       hdr, &fde))
+			break;
+		p = q;
+		if (sf->ncfi && start < sf->cfi_starts[sf->ncfi - 1])
+			break;	/* not sorted: not a table to search */
+		sf->cfi_starts[sf->ncfi++] = start;
+	}
+}
+
 struct symfile *symfile_open(const char *path, char *err, size_t errlen)
 {
 	struct symfile *sf = NULL;
@@ -148,7 +232,11 @@ struct symfile *symfile_open(const char *path, char *err, size_t errlen)
 		for (size_t i = 0; i < phnum; i++) {
 			GElf_Phdr ph;
 
-			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			if (!gelf_getphdr(elf, (int)i, &ph))
+				continue;
+			if (ph.p_type == PT_GNU_EH_FRAME && !sf->ncfi)
+				read_cfi_starts(elf, sf, &ph);
+			if (ph.p_type != PT_LOAD)
 				continue;
 			sf->loads[sf->nloads++] = (struct load_seg){
 				ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags };
@@ -162,6 +250,15 @@ struct symfile *symfile_open(const char *path, char *err, size_t errlen)
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
+		if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) && sh.sh_size) {
+			struct code_range *x = realloc(sf->xsecs,
+						       (size_t)(sf->nxsecs + 1) * sizeof(*x));
+
+			if (!x)
+				goto nomem;
+			sf->xsecs = x;
+			x[sf->nxsecs++] = (struct code_range){ sh.sh_addr, sh.sh_size };
+		}
 		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
 			continue;
 		if (sh.sh_type == SHT_SYMTAB)
@@ -268,6 +365,8 @@ void symfile_close(struct symfile *sf)
 	free(sf->by_name);
 	free(sf->names);
 	free(sf->loads);
+	free(sf->cfi_starts);
+	free(sf->xsecs);
 	free(sf);
 }
 
@@ -308,12 +407,11 @@ const struct ksym *symfile_lookup(const struct symfile *sf, const char *name)
 	return best;
 }
 
-const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
+/* How many symbols start at or below vaddr (syms is sorted by address). */
+static size_t syms_at_or_below(const struct symfile *sf, uint64_t vaddr)
 {
 	size_t lo = 0, hi = sf->nsyms;
-	const struct ksym *best = NULL;
 
-	/* Last symbol with addr <= vaddr. */
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -322,6 +420,13 @@ const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct ksym *symfile_containing(const struct symfile *sf, uint64_t vaddr)
+{
+	size_t lo = syms_at_or_below(sf, vaddr);
+	const struct ksym *best = NULL;
 	/* Walk back over symbols at lower addresses that still cover vaddr
 	 * (nested or aliased); prefer functions, then the closest start. */
 	for (size_t i = lo, steps = 0; i-- > 0 && steps < 64; steps++) {
@@ -374,6 +479,103 @@ bool symfile_vaddr_exec(const struct symfile *sf, uint64_t vaddr)
 			return l->flags & PF_X;
 	}
 	return false;
+}
+
+/* Index of the last cfi_starts entry <= vaddr, or -1. */
+static long cfi_at_or_below(const struct symfile *sf, uint64_t vaddr)
+{
+	size_t lo = 0, hi = sf->ncfi;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sf->cfi_starts[mid] <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/* The last function symbol at or below vaddr in an executable segment. */
+static const struct ksym *func_at_or_below(const struct symfile *sf, uint64_t vaddr)
+{
+	size_t lo = syms_at_or_below(sf, vaddr);
+
+	while (lo-- > 0) {
+		const struct ksym *s = &sf->syms[lo];
+
+		if (ksym_is_func(s) && symfile_vaddr_exec(sf, s->addr))
+			return s;
+	}
+	return NULL;
+}
+
+int symfile_code_start(const struct symfile *sf, uint64_t vaddr, uint64_t *start,
+		       const char **from)
+{
+	const struct ksym *s = func_at_or_below(sf, vaddr);
+	long c = cfi_at_or_below(sf, vaddr);
+	bool found = false;
+	uint64_t best = 0;
+	const char *what = NULL;
+
+	/* Sections first: a nearer function start wins. */
+	for (int i = 0; i < sf->nxsecs; i++) {
+		const struct code_range *x = &sf->xsecs[i];
+
+		if (vaddr >= x->addr && vaddr < x->addr + x->size && (!found || x->addr > best)) {
+			best = x->addr;
+			what = "section";
+			found = true;
+		}
+	}
+	if (c >= 0 && (!found || sf->cfi_starts[c] >= best)) {
+		best = sf->cfi_starts[c];
+		what = "unwind table";
+		found = true;
+	}
+	if (s && (!found || s->addr >= best)) {
+		best = s->addr;
+		what = "symbol";
+		found = true;
+	}
+	if (!found)
+		return -ENOENT;
+	*start = best;
+	if (from)
+		*from = what;
+	return 0;
+}
+
+bool symfile_func_start(const struct symfile *sf, uint64_t vaddr, bool *known)
+{
+	const struct ksym *s = func_at_or_below(sf, vaddr);
+	long c = cfi_at_or_below(sf, vaddr);
+
+	*known = (s && vaddr - s->addr < (s->size ? s->size : 1)) || c >= 0;
+	return (s && s->addr == vaddr) || (c >= 0 && sf->cfi_starts[c] == vaddr);
+}
+
+long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t len)
+{
+	for (int i = 0; i < sf->nloads; i++) {
+		const struct load_seg *l = &sf->loads[i];
+		ssize_t got;
+		int fd;
+
+		if (vaddr < l->vaddr || vaddr >= l->vaddr + l->filesz)
+			continue;
+		if (len > l->vaddr + l->filesz - vaddr)
+			len = (size_t)(l->vaddr + l->filesz - vaddr);
+		fd = open(sf->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -EIO;
+		got = pread(fd, buf, len, (off_t)(l->offset + (vaddr - l->vaddr)));
+		close(fd);
+		return got < 0 ? -EIO : (long)got;
+	}
+	return -ENOENT;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -637,6 +839,36 @@ unsigned long elf_tls_size(const char *path)
 		elf_end(elf);
 	close(fd);
 	return sz;
+}
+
+char *elf_interp(const char *path)
+{
+	char *interp = NULL;
+	size_t phnum = 0;
+	Elf *elf;
+	int fd;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && !interp; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+				continue;
+			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+			if (d && d->d_buf && d->d_size)
+				interp = strndup(d->d_buf, d->d_size);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return interp;
 }
 
 char **elf_needed(const char *path)
@@ -959,6 +1191,55 @@ static struct lobj *containing_locked(uintptr_t addr)
 			if (addr >= L.objs[i].ranges[r].start && addr < L.objs[i].ranges[r].end)
 				return &L.objs[i];
 	return NULL;
+}
+
+int lobjs_symfile(const char *name, const char *sym, const struct symfile **sf,
+		  uintptr_t *bias)
+{
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&L.lock);
+	refresh_locked();
+	for (int i = 0; i < L.n && err; i++) {
+		struct lobj *o = &L.objs[i];
+		struct symfile *f;
+
+		if (name && *name) {
+			if (!object_name_matches(name, o->path) &&
+			    !(o->dlname[0] && object_name_matches(name, o->dlname)))
+				continue;
+		}
+		f = lobj_syms(o);
+		if (!f) {
+			if (name && *name)
+				break;	/* the first object of that name */
+			continue;
+		}
+		if ((!name || !*name) && (!sym || !symfile_lookup(f, sym)))
+			continue;
+		*sf = f;
+		*bias = o->bias;
+		err = 0;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return err;
+}
+
+int lobjs_symfile_at(uintptr_t addr, const struct symfile **sf, uintptr_t *bias)
+{
+	struct lobj *o;
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&L.lock);
+	refresh_locked();
+	o = containing_locked(addr);
+	if (o && lobj_syms(o)) {
+		*sf = o->sf;
+		*bias = o->bias;
+		err = 0;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return err;
 }
 
 int lobjs_symbolize(uintptr_t addr, bool with_off, char *out, size_t len)

@@ -30,6 +30,10 @@ struct load_seg {
 	uint32_t flags;		/* PF_* */
 };
 
+struct code_range {
+	uint64_t addr, size;	/* link-time */
+};
+
 struct symfile {
 	char *path;
 	int etype;			/* ET_EXEC, ET_DYN */
@@ -41,6 +45,13 @@ struct symfile {
 	struct load_seg *loads;
 	int nloads;
 	bool has_symtab;		/* .symtab (not stripped) */
+	/* Where code is known to start, for stripped files too: the
+	 * functions of the unwind tables (.eh_frame_hdr, sorted), and the
+	 * executable sections. */
+	uint64_t *cfi_starts;
+	size_t ncfi;
+	struct code_range *xsecs;
+	int nxsecs;
 };
 
 /* Read the symbols of path (.symtab and .dynsym merged).  NULL and a reason
@@ -68,6 +79,20 @@ static inline bool ksym_is_func(const struct ksym *s)
 	return s->type == 2 /* STT_FUNC */ || s->type == 10 /* STT_GNU_IFUNC */;
 }
 
+/* The nearest address at or below vaddr where an instruction is known to
+ * start: a function symbol, a function of the unwind tables, or an
+ * executable section.  0, or -ENOENT when none is known; *from says which
+ * ("symbol", "unwind table", "section"). */
+int symfile_code_start(const struct symfile *sf, uint64_t vaddr, uint64_t *start,
+		       const char **from);
+/* Is vaddr where a function starts (a function symbol, or a function of
+ * the unwind tables)?  *known is false when neither covers vaddr. */
+bool symfile_func_start(const struct symfile *sf, uint64_t vaddr, bool *known);
+/* Up to len bytes at link-time address vaddr, read from the file (fewer at
+ * the end of the PT_LOAD segment's file bytes).  The number of bytes read,
+ * -ENOENT outside every segment, -EIO. */
+long symfile_read(const struct symfile *sf, uint64_t vaddr, void *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Names of objects                                                          */
 /* ------------------------------------------------------------------------ */
@@ -90,6 +115,10 @@ char *find_in_path(const char *prog);
  * NULL-terminated), or NULL. */
 char **elf_needed(const char *path);
 void strv_free(char **v);
+
+/* The PT_INTERP of an ELF file (its run-time linker), malloc'd; NULL for
+ * none (static, not ELF). */
+char *elf_interp(const char *path);
 
 /* Size of the PT_TLS segment of an ELF file (0 if none or unreadable). */
 unsigned long elf_tls_size(const char *path);
@@ -127,6 +156,14 @@ int lobjs_offset_addr(const char *name, uint64_t off, uintptr_t *addr);
 /* Resolve [obj:]sym (obj NULL or "" = main program first, then load
  * order) to a run-time address: 0, or -ENOENT. */
 int lobjs_resolve(const char *obj, const char *sym, unsigned long *addr);
+/* The symbols of the file of the loaded object named name, or, for a NULL
+ * or "" name, of the first one that defines sym (main program first, as
+ * lobjs_resolve()).  0 with *sf (kept for the life of the process) and its
+ * load bias, or -ENOENT. */
+int lobjs_symfile(const char *name, const char *sym, const struct symfile **sf,
+		  uintptr_t *bias);
+/* The same for the loaded object that contains addr. */
+int lobjs_symfile_at(uintptr_t addr, const struct symfile **sf, uintptr_t *bias);
 /* "sym+0xoff/0xsize" (with_off), "sym" (without); "obj+0xfileoff" when no
  * symbol covers addr; "0xaddr" outside every object.  Returns 0 if a
  * symbol was found, -ENOENT otherwise (out is filled either way). */

@@ -10,6 +10,7 @@
  * would be lost.  Writes never raise SIGPIPE in the program: the signal is
  * blocked around them and a SIGPIPE they cause is taken back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -28,6 +29,7 @@
 
 #include "agent.h"
 #include "fetch.h"
+#include "json.h"
 #include "syms.h"
 
 _Atomic unsigned int writer_wake;
@@ -170,28 +172,29 @@ static void out_char(char c)
 	outbuf[outlen++] = c;
 }
 
-/* A JSON string body (no quotes): every byte that is not printable ASCII is
- * escaped, so the output is valid JSON whatever the program's bytes. */
+static void out_bytes(const char *s, size_t n, void *arg)
+{
+	(void)arg;
+	while (n) {
+		size_t room;
+
+		if (outlen == OUTBUF_SIZE)
+			out_flush();
+		room = OUTBUF_SIZE - outlen;
+		if (room > n)
+			room = n;
+		memcpy(outbuf + outlen, s, room);
+		outlen += room;
+		s += room;
+		n -= room;
+	}
+}
+
+/* A JSON string body (no quotes): valid JSON whatever the program's bytes
+ * (json.h). */
 static void out_json_str(const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			out_char('\\');
-			out_char((char)c);
-		} else if (c == '\n') {
-			out_char('\\');
-			out_char('n');
-		} else if (c == '\t') {
-			out_char('\\');
-			out_char('t');
-		} else if (c < 0x20 || c >= 0x7f) {
-			out_printf("\\u%04x", c);
-		} else {
-			out_char((char)c);
-		}
-	}
+	json_escape(s, n, out_bytes, NULL);
 }
 
 static void out_json_cstr(const char *s)
@@ -329,7 +332,8 @@ static void json_args(const struct tev *t, const struct arg_view *av, int nav)
 
 			format_arg(a, &av[i], val, sizeof(val));
 			n = strlen(val);
-			if (numeric_type(a) && n) {
+			/* A number, or a quoted "(fault)". */
+			if (numeric_type(a) && n && (val[0] == '-' || isdigit((unsigned char)val[0]))) {
 				out_printf("%s", val);
 			} else {
 				if (n >= 2 && val[0] == '"' && val[n - 1] == '"') {

@@ -11,6 +11,13 @@
 #include "prime.h"
 
 #define UKP_ARCH_MAX_INSN	15
+/* The page size the library assumes for the mappings it makes (slots). */
+#define UKP_ARCH_PAGE_SIZE	4096u
+/* The stack pointer's alignment at a call (SysV ABI). */
+#define UKP_ARCH_STACK_ALIGN	16
+/* Every instruction has this length (0: they vary, and an instruction
+ * boundary is found by decoding from the function's start). */
+#define UKP_ARCH_INSN_FIXED_LEN	0
 /*
  * A slot holds two copies of the instruction, so the trap path can choose
  * per hit without rewriting code:
@@ -20,6 +27,9 @@
 #define UKP_ARCH_SLOT_SIZE	64
 /* The most bytes a probe changes at its address: an optimized jmp rel32. */
 #define UKP_ARCH_MAX_PATCH	5
+/* An optimized region (the instructions a jump covers) is shorter than
+ * this: a probe's neighbours are looked for this far back. */
+#define UKP_ARCH_MAX_REGION	32
 /* %xmm0-%xmm7 (the vector argument registers) and %mxcsr, for jprobes. */
 #define UKP_ARCH_FPARGS_SIZE	(8 * 16 + 4)
 #define UKP_ARCH_STEP_OFFSET	32

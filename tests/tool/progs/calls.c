@@ -9,10 +9,13 @@
  *                            target_str() with a string
  *   calls out                writes to stdout and stderr, exits 3
  *   calls fib N              recursive fib(N) (fib(15): 1973 calls, 15 deep)
+ *   calls str S [NAME]       target_str(S), after naming the thread NAME
+ *                            (bytes as given: UTF-8 or not)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline, noipa))
@@ -71,11 +74,17 @@ int main(int argc, char **argv)
 		       target_str("hello ukprobe"));
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "str")) {
+		if (argc >= 4)
+			prctl(PR_SET_NAME, argv[3]);
+		printf("len=%zu\n", target_str(argv[2]));
+		return 0;
+	}
 	if (argc >= 2 && !strcmp(argv[1], "out")) {
 		printf("to stdout\n");
 		fprintf(stderr, "to stderr\n");
 		return 3;
 	}
-	fprintf(stderr, "usage: calls count N [STATUS] | sleep N US | fault | out | fib N\n");
+	fprintf(stderr, "usage: calls count N [STATUS] | sleep N US | fault | out | fib N | str S [NAME]\n");
 	return 2;
 }
