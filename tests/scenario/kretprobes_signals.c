@@ -6,7 +6,7 @@
  * return handler, and its handler enters the same function.
  *
  * Every call must come back with its value, its callee-saved registers
- * and %rsp (ksig_call_checked() checks them), and errno; every call is
+ * and stack pointer (ksig_call_checked() checks them), and errno; every call is
  * either seen by the return handler or counted missed:
  *	return handlers + rp.nmissed + rp.kp.nmissed == calls.
  * For the breakpoint entry and the jump-optimized one, handlers that are
@@ -31,13 +31,13 @@
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <ukprobes.h>
+#include "scn_arch.h"
 #include "scn_util.h"
 
 extern long ksig_target(long x);
@@ -66,14 +66,14 @@ static atomic_int stop;
 
 GPR static int gpr_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	*(long *)ri->data = (long)regs->di;
+	*(long *)ri->data = (long)regs_get_kernel_argument(regs, 0);
 	INC(entries);
 	return 0;
 }
 
 GPR static int gpr_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if ((long)regs->ax != 3 * *(long *)ri->data + 1)
+	if ((long)regs_return_value(regs) != 3 * *(long *)ri->data + 1)
 		INC(bad_handler);
 	INC(returns);
 	return 0;
@@ -82,7 +82,7 @@ GPR static int gpr_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int vec_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	/* Vector registers in use, as C handlers may (formatting does). */
-	volatile double d = (double)regs->di * 1.5;
+	volatile double d = (double)regs_get_kernel_argument(regs, 0) * 1.5;
 
 	*(long *)ri->data = (long)(d / 1.5);
 	INC(entries);
@@ -93,7 +93,7 @@ static int vec_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	volatile double d = (double)*(long *)ri->data;
 
-	if ((long)regs->ax != 3 * (long)d + 1)
+	if ((long)regs_return_value(regs) != 3 * (long)d + 1)
 		INC(bad_handler);
 	INC(returns);
 	return 0;
@@ -206,7 +206,7 @@ static void run(enum entry_kind entry, bool gpr, bool altstack)
 	cr_expect_gt(atomic_load(&signals), 200, "only %lu signals arrived",
 		     atomic_load(&signals));
 	cr_expect_eq(atomic_load(&bad_regs), 0, "%lu calls came back with a callee-saved "
-		     "register or %%rsp changed", atomic_load(&bad_regs));
+		     "register or the stack pointer changed", atomic_load(&bad_regs));
 	cr_expect_eq(atomic_load(&bad_value), 0, "%lu calls returned a wrong value",
 		     atomic_load(&bad_value));
 	cr_expect_eq(atomic_load(&bad_errno), 0, "%lu calls changed errno (or setup failed)",
@@ -270,7 +270,7 @@ static atomic_ulong wr_calls, wr_sig_calls, wr_bad;
 
 static int wr_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if ((long)regs->ax != 1)
+	if ((long)regs_return_value(regs) != 1)
 		INC(bad_handler);
 	INC(returns);
 	return 0;
@@ -389,7 +389,7 @@ static struct step_shared *sh;
 
 static int step_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if ((long)regs->ax != 3 * *(long *)ri->data + 1)
+	if ((long)regs_return_value(regs) != 3 * *(long *)ri->data + 1)
 		sh->handler_bad++;
 	sh->returns++;
 	return 0;
@@ -397,7 +397,7 @@ static int step_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 GPR static int step_ret_gpr(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if ((long)regs->ax != 3 * *(long *)ri->data + 1)
+	if ((long)regs_return_value(regs) != 3 * *(long *)ri->data + 1)
 		sh->handler_bad++;
 	sh->returns++;
 	return 0;
@@ -421,11 +421,11 @@ static void step_on_signal(int sig, siginfo_t *info, void *ucv)
 			;
 		if (i == n) {
 			if (sh->bt_missed < BT_MISSES_KEPT)
-				sh->bt_missed_ip[sh->bt_missed] = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
+				sh->bt_missed_ip[sh->bt_missed] = scn_uc_ip(uc);
 			sh->bt_missed++;
 		}
-		sh->interrupted_ip = (unsigned long)uc->uc_mcontext.gregs[REG_RIP];
-		sh->interrupted_sp = (unsigned long)uc->uc_mcontext.gregs[REG_RSP];
+		sh->interrupted_ip = scn_uc_ip(uc);
+		sh->interrupted_sp = scn_uc_sp(uc);
 		sh->handled++;
 		/* The tracer steps on from here. */
 		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGSTOP);
@@ -517,11 +517,6 @@ static int trap_code(pid_t pid)
 	return ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) ? -1 : si.si_code;
 }
 
-static unsigned long child_reg(pid_t pid, size_t off)
-{
-	return (unsigned long)ptrace(PTRACE_PEEKUSER, pid, (void *)off, NULL);
-}
-
 static void step_every_instruction(enum entry_kind entry, bool gpr, bool altstack)
 {
 	enum { TO_OUTER, OUTER, IN_HANDLER, BACK } state = TO_OUTER;
@@ -576,12 +571,12 @@ static void step_every_instruction(enum entry_kind entry, bool gpr, bool altstac
 		}
 		switch (state) {
 		case TO_OUTER:
-			if (child_reg(pid, offsetof(struct user_regs_struct, rip)) ==
+			if (scn_child_ip(pid) ==
 			    (unsigned long)ksig_outer)
 				state = OUTER;
 			break;
 		case OUTER:
-			if (child_reg(pid, offsetof(struct user_regs_struct, rip)) ==
+			if (scn_child_ip(pid) ==
 			    (unsigned long)ksig_outer_done) {
 				/* The call is over: let the child finish. */
 				sh->done = 1;
@@ -599,14 +594,14 @@ static void step_every_instruction(enum entry_kind entry, bool gpr, bool altstac
 			/* Entering rt_sigreturn: one step puts the child back
 			 * at the instruction the signal interrupted. */
 			if (sig == (SIGTRAP | 0x80) &&
-			    child_reg(pid, offsetof(struct user_regs_struct, orig_rax)) ==
+			    scn_child_syscall(pid) ==
 			    SYS_rt_sigreturn) {
 				sig = resume(pid, PTRACE_SINGLESTEP, 0, &status);
 				if (!sig)
 					goto out;
-				cr_assert_eq(child_reg(pid, offsetof(struct user_regs_struct, rip)),
+				cr_assert_eq(scn_child_ip(pid),
 					     sh->interrupted_ip);
-				cr_assert_eq(child_reg(pid, offsetof(struct user_regs_struct, rsp)),
+				cr_assert_eq(scn_child_sp(pid),
 					     sh->interrupted_sp);
 				state = OUTER;
 				skip = true;	/* it was interrupted here already */
