@@ -196,10 +196,10 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
 
 /*
- * Called by the trampoline with the registers at the return (regs->ip: the
+ * Called by the trampoline with the registers at the return (instruction_pointer(): the
  * real return address) and the entry of the stub it came through.  Runs
  * the return handlers of every kretprobe on this call, newest first, and
- * returns the address to go on at: regs->ip, the real return address
+ * returns the address to go on at: instruction_pointer(regs), the real return address
  * unless a handler changed it.
  */
 unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_ret_entry *e)
@@ -222,7 +222,7 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 		 * moved to another thread, an entry reclaimed under it): the
 		 * stub knew where it returns to; no handler. */
 		ukp_handler_exit(kcb);
-		return regs->ip;
+		return instruction_pointer(regs);
 	}
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, looked up once: errno is a PLT call away). */
@@ -267,6 +267,6 @@ unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_
 	ukp_qs_exit(qs, idx);
 	*ep = saved_errno;
 	ukp_handler_exit(kcb);
-	return regs->ip;
+	return instruction_pointer(regs);
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "arch_libc.h"
 #include "unwind_info.h"
 
 /* libgcc_s */
@@ -386,7 +387,7 @@ UKP_NO_SANITIZE static ukp_iterate_fn ukp_iterate_next(void)
 	ukp_iterate_fn f = atomic_load_explicit(&ukp_real_iterate, memory_order_acquire);
 
 	if (!f) {
-		f = (ukp_iterate_fn)dlvsym(RTLD_NEXT, "dl_iterate_phdr", "GLIBC_2.2.5");
+		f = (ukp_iterate_fn)dlvsym(RTLD_NEXT, "dl_iterate_phdr", UKP_GLIBC_BASE);
 		if (!f)
 			f = (ukp_iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
 		atomic_store_explicit(&ukp_real_iterate, f, memory_order_release);
