@@ -80,6 +80,9 @@ test_asm = $(wildcard tests/arch/$(ARCH)/$(notdir $(basename $(1))).S)
 test_cc = $(if $(wildcard $(basename $(1)).cc),$(B)/$(basename $(1))_cc.o)
 test_cc_libs = $(if $(wildcard $(basename $(1)).cc),-lstdc++)
 
+# (kept: not intermediates to delete after each link)
+.PRECIOUS: $(B)/tests/scenario/%_cc.o $(B)/tests/scenario/%_rs.a
+
 $(B)/tests/scenario/%_cc.o: tests/scenario/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
