@@ -407,8 +407,14 @@ static int ukp_read_small(const char *path, char *buf, size_t len)
 
 /*
  * Where a thread is: -1 when it exited; 0 and *@pc = 0 when it is running
- * or runnable; 0 and its user pc when it is blocked in the kernel (in a
- * system call, or a page fault: /proc prints "-1 sp pc" for those).
+ * or runnable, or when where it will resume cannot be read from /proc; 0
+ * and its user pc when it is blocked in the kernel (in a system call, or a
+ * page fault: /proc prints "-1 sp pc" for those).
+ *
+ * A thread blocked in rt_sigreturn shows the pc of the signal return
+ * trampoline, but resumes where the signal frame says (after a trap
+ * handler of ours, a step slot): that is treated as running, whose proof
+ * does not rely on the pc.
  */
 static int ukp_task_pc(int tid, uintptr_t *pc)
 {
@@ -418,7 +424,7 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	if (ukp_read_small(path, buf, sizeof(buf)))
 		return -1;
-	if (!strncmp(buf, "running", 7)) {
+	if (!strncmp(buf, "running", 7) || strtol(buf, NULL, 10) == SYS_rt_sigreturn) {
 		*pc = 0;
 		return 0;
 	}
@@ -452,18 +458,28 @@ static struct ukp_qs_rec *ukp_qs_rec_of(int tid)
 	return NULL;
 }
 
+/*
+ * CPU time a running thread must have used, counted from the first change
+ * of its time after we looked, before it is taken to have left any
+ * straight-line code it was in (see ukp_proof_step()).
+ */
+#define UKP_RAN_NS 100000ull
+
 struct ukp_task_proof {
 	int tid;
 	struct ukp_qs_rec *qs;		/* with UKP_OUTSIDE_QS_READERS */
 	bool done;
+	bool moved;			/* its time changed once since we looked */
 	unsigned int gen;		/* its resume-point record's */
-	unsigned long long last;	/* its CPU time when we looked */
+	unsigned long long last;	/* its CPU time when we looked, then at
+					 * its first change */
 };
 
 /* Start (again) proving @t: nothing seen yet. */
 static void ukp_proof_reset(struct ukp_task_proof *t, unsigned int gen)
 {
 	t->gen = gen;
+	t->moved = false;
 	if (ukp_task_runtime(t->tid, &t->last))
 		t->done = true;		/* exited */
 }
@@ -509,8 +525,23 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 		t->done = true;
 		return;
 	}
-	if (ns != t->last)
-		t->done = true;		/* it ran since we looked */
+	/*
+	 * The kernel updates a thread's time at a tick or when it leaves the
+	 * CPU, so the first change may be time used before we looked, up to
+	 * a point where it was preempted inside M (seen: a thread preempted
+	 * in a step slot while the region's bytes changed, SIGILL).  Time
+	 * used after that first change was used from wherever it stopped:
+	 * UKP_RAN_NS of it takes it out of any straight-line code.
+	 */
+	if (ns == t->last)
+		return;
+	if (!t->moved) {
+		t->moved = true;
+		t->last = ns;
+		return;
+	}
+	if (ns - t->last >= UKP_RAN_NS)
+		t->done = true;		/* it ran since it stopped */
 }
 
 /**
