@@ -173,7 +173,10 @@ $(LIB_A): $(LIB_OBJS)
 
 # Debian packages the build, the tests and the demo need; installed when
 # missing (as root), so that the README's two commands work on a new machine.
-DEB_PKGS := gcc make libzydis-dev libelf-dev libcriterion-dev zlib1g-dev pkg-config binutils
+# gdb and libunwind8: the kretprobe unwinding tests walk the stack with them
+# (tests/scenario/kretprobes_unwind.c; skipped, not failed, without them).
+DEB_PKGS := gcc g++ make libzydis-dev libelf-dev libcriterion-dev zlib1g-dev pkg-config binutils \
+            gdb libunwind8
 deps:
 	@bash scripts/install-deps.sh $(DEB_PKGS)
 

@@ -110,46 +110,50 @@ static bool ukp_on_altstack(const struct ukp_kcb *kcb, uintptr_t sp)
 }
 NOKPROBE_SYMBOL(ukp_on_altstack);
 
-/* The entry probe's pre handler (the kernel's pre_handler_kretprobe). */
+/*
+ * The entry probe's pre handler (the kernel's pre_handler_kretprobe).
+ * Runs as a handler (kcb->depth raised): nothing else of this thread
+ * touches its calls in flight meanwhile (kretprobes.h).
+ */
 int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 {
 	struct kretprobe *rp = container_of(p, struct kretprobe, kp);
 	struct ukp_rp_pool *pool = rp->ukp_pool;
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	struct ukp_thread_ext *ext = ukp_ext_get();
+	struct ukp_ret_entry *top, *e;
 	struct ukp_rstack *rs;
 	struct kretprobe_instance *ri;
-	uintptr_t slot = regs->sp, tramp;
+	uintptr_t frame = arch_kretprobe_frame(regs);
 	unsigned long ret;
-	bool alt = ukp_on_altstack(kcb, slot), again;
-	bool gpr = p->flags & KPROBE_FLAG_GPR_ONLY;
+	unsigned int d;
+	bool alt = ukp_on_altstack(kcb, frame), again;
+	bool gpr = p->flags & KPROBE_FLAG_GPR_ONLY, primed = kcb->ret_tramp != 0;
+	/* From a trap, the return address is read and written with guarded
+	 * accesses; from an optimized entry the thread runs on that stack. */
+	bool guarded = kcb->uc != NULL;
 
-	/* From an optimized entry (no signal frame) the slot is on the stack
-	 * this code runs on, the return address the call just pushed: plain
-	 * accesses.  From a trap, guarded ones. */
-	if (!ext || (kcb->uc ? arch_safe_read_ulong(slot, &ret) :
-			       (ret = *(const unsigned long *)slot, 0))) {
+	if (!ext || arch_kretprobe_get_ret(regs, frame, &ret, guarded)) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	/* Another kretprobe on this call was first? */
-	again = arch_is_kretprobe_trampoline(ret);
 	rs = &ext->rstack;
-	/* Frames at or below this call's return slot on the same stack are
-	 * dead (left by longjmp): give their instances back.  An entry for
-	 * this very slot whose return address is already the trampoline is
-	 * another kretprobe on the same call: alive. */
-	while (rs->depth) {
-		struct ukp_ret_entry *e = &rs->e[rs->depth - 1];
-
-		if (e->altstack != alt || e->slot > slot)
+	d = rs->depth;
+	/* Another kretprobe on this call was first: its stub is in place. */
+	top = d ? &rs->e[d - 1] : NULL;
+	again = top && top->frame == frame && top->altstack == alt &&
+		ret == arch_ret_stub_return(rs->stubs, d - 1);
+	/* Frames at or below this call's frame on the same stack are dead
+	 * (left by longjmp, or unwound): give their instances back. */
+	while (!again && d) {
+		e = &rs->e[d - 1];
+		if (e->altstack != alt || e->frame > frame)
 			break;
-		if (e->slot == slot && again)
-			break;
-		rs->depth--;
-		ukp_ri_put(&ext->ri, e->ri);
+		rs->depth = --d;
+		if (e->ri)
+			ukp_ri_put(&ext->ri, e->ri);
 	}
-	if (rs->depth == UKP_RET_STACK) {
+	if (d == UKP_RET_STACK) {
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -158,104 +162,111 @@ int ukp_kretprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 		__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	/* The trampoline: the one the first kretprobe on this call chose,
-	 * else the one the optimized entry's detour primed, else the plain
-	 * one; one that keeps the vector registers unless every return
-	 * handler on the call uses general registers only. */
-	if (again && rs->depth && rs->e[rs->depth - 1].slot == slot) {
-		tramp = ret;
-		ret = (unsigned long)rs->e[rs->depth - 1].ri->ret_addr;
-	} else {
-		tramp = kcb->ret_tramp ? kcb->ret_tramp : arch_kretprobe_trampoline(gpr);
+	/* The trampoline: one that keeps the vector registers unless every
+	 * return handler on the call uses general registers only; one that
+	 * returns by `ret` when the optimized entry primes the return. */
+	if (again) {
+		ret = top->ret;
+		gpr = gpr && arch_kretprobe_trampoline_is_gpr(top->tramp);
 	}
-	if (!gpr && arch_kretprobe_trampoline_is_gpr(tramp))
-		tramp = arch_kretprobe_trampoline(false);
 	__atomic_store_n(&ri->rp, rp, __ATOMIC_RELAXED);
 	ri->ret_addr = (kprobe_opcode_t *)ret;
-	ri->fp = (void *)slot;
+	ri->fp = (void *)frame;
 	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
 		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
-	if (!kcb->uc)
-		*(unsigned long *)slot = tramp;
-	else if (arch_safe_write_ulong(slot, tramp)) {
+	e = &rs->e[d];
+	e->ret = ret;
+	e->tramp = arch_kretprobe_trampoline(gpr, primed);
+	e->ri = ri;
+	e->frame = frame;
+	e->altstack = alt;
+	__asm__ volatile("" ::: "memory");
+	rs->depth = d + 1;
+	if (arch_kretprobe_set_ret(regs, frame, arch_ret_stub_return(rs->stubs, d), guarded)) {
+		rs->depth = d;
 		ukp_ri_put(&ext->ri, ri);
 		return 0;
 	}
-	rs->e[rs->depth].ri = ri;
-	rs->e[rs->depth].slot = slot;
-	rs->e[rs->depth].altstack = alt;
-	rs->depth++;
+	if (primed)
+		kcb->prime_to = arch_ret_stub_prime(rs->stubs, d);
 	return 0;
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_pre_handler);
 
-/* ------------------------------------------------------------------------ */
-/* Registration                                                              */
-/* ------------------------------------------------------------------------ */
-
-
 /*
- * Called by the trampoline with the registers at the return.  Runs the
- * return handlers of every kretprobe on this call, newest first, and
- * returns the address to go on at: regs->ip, the real return address unless
- * a handler changed it.
+ * Called by the trampoline with the registers at the return (instruction_pointer(): the
+ * real return address) and the entry of the stub it came through.  Runs
+ * the return handlers of every kretprobe on this call, newest first, and
+ * returns the address to go on at: instruction_pointer(regs), the real return address
+ * unless a handler changed it.
  */
-unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs)
+unsigned long ukp_kretprobe_trampoline_handler(struct pt_regs *regs, struct ukp_ret_entry *e)
 {
-	uintptr_t slot = regs->sp - sizeof(unsigned long);
+	uintptr_t frame = arch_kretprobe_return_frame(regs);
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	struct ukp_thread_ext *ext = ukp_ext_peek();
 	struct ukp_rstack *rs = ext ? &ext->rstack : NULL;
-	unsigned int idx = 0, i = rs ? rs->depth : 0;
+	unsigned int idx = 0;
 	struct ukp_qs_rec *qs;
-	int saved_errno, *ep = kcb->errno_ptr;
-	unsigned long ret;
+	int saved_errno, *ep, busy = kcb->depth;
+	bool alt;
 
-	while (i && rs->e[i - 1].slot != slot)
-		i--;
-	if (!i) {
-		static const char msg[] =
-			"ukprobes: kretprobe return address lost; aborting\n";
-
-		write(2, msg, sizeof(msg) - 1);
-		abort();
+	/* From here on this thread's calls in flight are ours: a signal
+	 * handler's probed calls meanwhile are missed (kretprobes.h). */
+	ukp_handler_enter(kcb);
+	if (unlikely(!rs || (uintptr_t)e - (uintptr_t)rs->e >= sizeof(rs->e) ||
+		     e >= rs->e + rs->depth || e->frame != frame)) {
+		/* Not a call in flight of this thread's (a coroutine that
+		 * moved to another thread, an entry reclaimed under it): the
+		 * stub knew where it returns to; no handler. */
+		ukp_handler_exit(kcb);
+		return instruction_pointer(regs);
 	}
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, looked up once: errno is a PLT call away). */
+	ep = kcb->errno_ptr;
 	if (unlikely(!ep))
 		ep = kcb->errno_ptr = &errno;
 	saved_errno = *ep;
-	/* Entries above the match were jumped over by longjmp. */
-	while (rs->depth > i)
-		ukp_ri_put(&ext->ri, rs->e[--rs->depth].ri);
-	ret = (unsigned long)rs->e[i - 1].ri->ret_addr;
-	regs->ip = ret;
+	/* Entries above this one were jumped over by longjmp. */
+	while (unlikely(&rs->e[rs->depth - 1] != e)) {
+		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
+
+		if (ri)
+			ukp_ri_put(&ext->ri, ri);
+	}
 
 	/* The detour path's cheap grace period (per-thread count, no atomics):
-	 * unregister_kretprobe() waits for it after clearing ri->rp. */
+	 * unregister_kretprobe() waits for it after clearing ri->rp.  Then
+	 * this entry and those below it for the same call (one per kretprobe
+	 * on it), newest first. */
 	qs = ukp_qs_enter(kcb, &idx);
-	while (rs->depth && rs->e[rs->depth - 1].slot == slot) {
+	alt = e->altstack;
+	do {
 		struct kretprobe_instance *ri = rs->e[--rs->depth].ri;
-		struct kretprobe *rp = get_kretprobe(ri);
+		struct kretprobe *rp;
 
+		if (!ri)
+			continue;
+		rp = get_kretprobe(ri);
 		if (rp && rp->handler) {
 			if (kcb->internal) {
 				/* ukprobes' own thread: no handler. */
-			} else if (kcb->depth) {
+			} else if (busy) {
 				/* Returning inside another probe's handler. */
 				__atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
 			} else {
-				ukp_handler_enter(kcb);
 				rp->handler(ri, regs);
-				ukp_handler_exit(kcb);
 			}
 		}
 		ukp_ri_put(&ext->ri, ri);
-	}
+	} while (rs->depth && rs->e[rs->depth - 1].frame == frame &&
+		 rs->e[rs->depth - 1].altstack == alt);
 	ukp_qs_exit(qs, idx);
 	*ep = saved_errno;
-	return regs->ip;
+	ukp_handler_exit(kcb);
+	return instruction_pointer(regs);
 }
 NOKPROBE_SYMBOL(ukp_kretprobe_trampoline_handler);

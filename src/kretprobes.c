@@ -5,18 +5,23 @@
  * A kretprobe is a kprobe at the function's entry whose pre handler takes an
  * instance from the kretprobe's pool (maxactive of them, allocated at
  * registration), runs the entry handler, and replaces the return address
- * with ukp_kretprobe_trampoline.  The function returns into the trampoline,
- * plain code (no trap), which runs the return handler and goes on to the
- * real return address.
+ * with the thread's return stub for that depth (kretprobe_unwind.c).  The
+ * function returns into the stub and the trampoline, plain code (no trap),
+ * which runs the return handler and goes on to the real return address.
  *
- * Each thread keeps its calls in flight on a stack of its own (TLS), each
- * entry remembering the stack slot that held the return address:
- *  - a return matches the entry for its slot; entries above it were skipped
- *    by longjmp and are reclaimed;
- *  - a new call on the same stack reclaims entries at or below its own slot
- *    (frames that cannot be live any more), so a longjmp out of a deep
- *    recursion gives every instance back at the next call.
+ * Each thread keeps its calls in flight on a stack of its own (its block,
+ * thread_ext.h), each entry remembering the frame (the stack slot that held
+ * the return address on x86) and having a stub of its own:
+ *  - a return comes through its entry's stub and is checked against its
+ *    frame; entries above it were skipped by longjmp and are reclaimed;
+ *  - a new call on the same stack reclaims entries at or below its own
+ *    frame (frames that cannot be live any more), so a longjmp out of a
+ *    deep recursion gives every instance back at the next call;
+ *  - an exception or a forced unwind gives back the instances of the
+ *    frames it passes (the stubs' personality routine).
  * An instance therefore never matches the wrong return, and none leaks.
+ * The stack is changed only while the thread counts as running a handler,
+ * so a signal handler's probed calls meanwhile are missed, not interleaved.
  *
  * Unregistering while calls are in flight: those calls still return through
  * the trampoline to the right place; their instances go back to a pool that

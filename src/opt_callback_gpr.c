@@ -22,18 +22,21 @@
  * ukp_opt_callback() - called by a detour (opt_entry.S) with the registers
  * at the probe: run the pre handlers.  Their return value cannot redirect
  * execution on an optimized probe (as in the kernel).
- * @ret_tramp: the return address the detour primes (a kretprobe's entry),
- * or 0.  @gpr: the detour saved no vector state: a probe added since it
- * was built that is not KPROBE_FLAG_GPR_ONLY misses this hit (the point
- * is being unoptimized for it).
+ * @ret_tramp: nonzero when the detour primes a kretprobe's return (the
+ * arch's prime stubs).  @gpr: the detour saved no vector state: a probe
+ * added since it was built that is not KPROBE_FLAG_GPR_ONLY misses this
+ * hit (the point is being unoptimized for it).
+ * Returns where a priming detour goes on to (arch_ret_stub_prime() of the
+ * call's return stub, or arch_prime_none()), 0 when it does not prime.
  */
-UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
-				   uintptr_t ret_tramp, int gpr)
+UKP_OPT_TEXT uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
+					uintptr_t ret_tramp, int gpr)
 {
 	struct ukp_kcb *kcb = ukp_this_kcb();
 	unsigned int idx = 0;
 	struct ukp_qs_rec *r = ukp_qs_enter(kcb, &idx);
 	int saved_errno, *ep = kcb->errno_ptr;
+	uintptr_t prime;
 
 	/* Handlers may call libc: the program's errno is kept (its address,
 	 * per thread, is looked up once). */
@@ -60,7 +63,12 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
 	} else {
 		ukp_run_pre_handlers(kcb, pt, regs);
 	}
+	/* (A signal handler's hit in between may have taken the interrupted
+	 * hit's prime_to: that return is then not predicted, no more.) */
+	prime = !ret_tramp ? 0 : kcb->prime_to ? kcb->prime_to : arch_prime_none();
 	kcb->ret_tramp = 0;
+	kcb->prime_to = 0;
 	*ep = saved_errno;
 	ukp_qs_exit(r, idx);
+	return prime;
 }

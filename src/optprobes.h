@@ -7,7 +7,7 @@
 #include "trap.h"
 #include "grace.h"
 
-void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs, uintptr_t ret_tramp,
+uintptr_t ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs, uintptr_t ret_tramp,
 		      int gpr);
 
 #endif

@@ -7,7 +7,8 @@
  * library shares with every other (a few hundred bytes).  So each thread
  * holds only a pointer, to a block claimed from a preallocated pool the
  * first time it needs one (no allocation on the trap path) and given back
- * when the thread exits.
+ * when the thread exits.  Blocks are made with their kretprobe return stubs
+ * and never freed (kretprobe_unwind.c).
  */
 #ifndef UKP_THREAD_EXT_H
 #define UKP_THREAD_EXT_H

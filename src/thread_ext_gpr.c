@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 /* thread_ext_gpr.c - the pool of per-thread blocks (see thread_ext.h).
  * Built with -mgeneral-regs-only: ukp_ext_get() runs on the GPR-only
- * paths of kretprobes. */
+ * paths of kretprobes.  Blocks are made several at a time (as many as are
+ * wanted, between UKP_EXT_CHUNK_MIN and _MAX) with their return stubs and
+ * one registration of their unwind information (kretprobe_unwind.c): few
+ * objects for unwinders to search, little memory for a few threads. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "thread_ext.h"
+#include "trap.h"
 
 #define UKP_EXT_MAX		4096
 #define UKP_EXT_SPARE		16
+#define UKP_EXT_CHUNK_MIN	8	/* blocks made at a time */
+#define UKP_EXT_CHUNK_MAX	64
 /* glibc keeps the first 32 keys' values in the thread descriptor, so
  * setting one allocates nothing: safe on the trap path. */
 #define UKP_KEY_NO_ALLOC	32
@@ -28,13 +34,21 @@ static bool ukp_ext_key_ok;
 static void ukp_ext_release(void *arg)
 {
 	struct ukp_thread_ext *ext = arg;
+	struct ukp_kcb *kcb = ukp_this_kcb();
 
-	while (ext->rstack.depth)
-		ukp_pool_put(ext->rstack.e[--ext->rstack.depth].ri);
+	/* A signal handler's probed calls meanwhile are missed (kretprobes.h). */
+	ukp_handler_enter(kcb);
+	while (ext->rstack.depth) {
+		struct kretprobe_instance *ri = ext->rstack.e[--ext->rstack.depth].ri;
+
+		if (ri)
+			ukp_pool_put(ri);
+	}
 	ukp_ri_flush(&ext->ri);
 	memset(&ext->jp, 0, sizeof(ext->jp));
 	ukp_ext_mine = NULL;
 	atomic_store_explicit(&ext->in_use, 0, memory_order_release);
+	ukp_handler_exit(kcb);
 }
 
 unsigned int ukp_ext_count(void)
@@ -103,13 +117,19 @@ void ukp_ext_reserve(void)
 	pthread_once(&once, ukp_ext_key_init);
 	pthread_mutex_lock(&lock);
 	n = atomic_load(&ukp_ext_n);
-	for (; n < want && n < UKP_EXT_MAX; n++) {
-		struct ukp_thread_ext *ext = calloc(1, sizeof(*ext));
+	while (n < want && n < UKP_EXT_MAX) {
+		struct ukp_thread_ext *made[UKP_EXT_CHUNK_MAX];
+		unsigned int k = want - n;
 
-		if (!ext)
+		k = k < UKP_EXT_CHUNK_MIN ? UKP_EXT_CHUNK_MIN : k > UKP_EXT_CHUNK_MAX ? UKP_EXT_CHUNK_MAX : k;
+		if (k > UKP_EXT_MAX - n)
+			k = UKP_EXT_MAX - n;
+		if (ukp_ret_blocks_new(k, made))
 			break;
-		atomic_store_explicit(&ukp_ext_blocks[n], ext, memory_order_release);
-		atomic_store_explicit(&ukp_ext_n, n + 1, memory_order_release);
+		for (unsigned int i = 0; i < k; i++, n++) {
+			atomic_store_explicit(&ukp_ext_blocks[n], made[i], memory_order_release);
+			atomic_store_explicit(&ukp_ext_n, n + 1, memory_order_release);
+		}
 	}
 	pthread_mutex_unlock(&lock);
 }

@@ -15,9 +15,11 @@ struct ukp_kcb {
 	/* The detour path's per-thread state, next to depth: one TLS access. */
 	struct ukp_qs_rec *qs;		/* this thread's grace-period record */
 	int *errno_ptr;			/* &errno, looked up once */
-	/* While an optimized entry's handlers run: the return address that
-	 * its detour primed (arch_insn.h), 0 when none. */
+	/* While an optimized entry's handlers run: nonzero when its detour
+	 * primes a kretprobe's return (prime.h), and where the priming goes
+	 * (a return stub's prime address) once a kretprobe set one up. */
 	uintptr_t ret_tramp;
+	uintptr_t prime_to;
 	/* The signal stack this thread set with sigaltstack(), as seen by
 	 * our interposer (0 size: none known). */
 	uintptr_t alt_base;

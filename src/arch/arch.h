@@ -51,6 +51,7 @@
 #include "arch_insn.h"
 
 struct ukp_point;
+struct ukp_ret_entry;
 struct ukp_slot_info;
 
 /** arch_init() - once, before the first probe (ukp_kprobe_mutex held). */
@@ -197,6 +198,79 @@ bool arch_fixup_exception(ucontext_t *uc);
 /* Guarded accessors: 0 or -EFAULT, never a crash.  Trap-safe. */
 int arch_safe_read_ulong(uintptr_t addr, unsigned long *val);
 int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
+
+/* ---- return probes ----------------------------------------------------- */
+
+/*
+ * Where a call's return address lives is the architecture's business (x86:
+ * on the stack; arm64: in x30): generic code names a call by its "frame",
+ * an address on the stack that the entry and the return both give and that
+ * is lower for deeper calls (stacks grow down on every supported arch).
+ * Inline in arch_insn.h where the hit paths need them.
+ *
+ *   uintptr_t arch_kretprobe_frame(const struct pt_regs *regs)
+ *	At a function's first instruction: its call's frame.
+ *   uintptr_t arch_kretprobe_return_frame(const struct pt_regs *regs)
+ *	In the return trampoline's handler: the frame of the call returning.
+ *   int arch_kretprobe_get_ret(const struct pt_regs *regs, uintptr_t frame,
+ *				unsigned long *ret, bool guarded)
+ *   int arch_kretprobe_set_ret(struct pt_regs *regs, uintptr_t frame,
+ *				unsigned long ret, bool guarded)
+ *	Read or replace the return address of the call at @frame (first
+ *	instruction).  @guarded: from a trap, where the memory may fault
+ *	(0 or -EFAULT); otherwise the thread runs on that memory.
+ *   uintptr_t arch_kretprobe_trampoline(bool gpr, bool primed)
+ *	The code a return stub goes on to: keeping the vector return
+ *	registers for the handlers or not (@gpr), returning by a predicted
+ *	`ret` (@primed: the entry primed the return stack buffer) or not.
+ *   bool arch_kretprobe_trampoline_is_gpr(uintptr_t tramp)
+ *
+ * Return stubs: each per-thread entry i of the calls in flight
+ * (struct ukp_ret_entry, kretprobes.h) has UKP_ARCH_RET_STUB_SIZE bytes of
+ * code of its own at stubs + i * UKP_ARCH_RET_STUB_SIZE, whose return
+ * address (arch_ret_stub_return()) is what replaces the real one: it loads
+ * the entry and its real return address and goes on to entry->tramp.  Its
+ * prime address (arch_ret_stub_prime()) is where an optimized entry that
+ * primes the return stack buffer jumps (x86: prime.h).
+ *   uintptr_t arch_ret_stub_return(uintptr_t stubs, unsigned int i)
+ *   uintptr_t arch_ret_stub_prime(uintptr_t stubs, unsigned int i)
+ *   uintptr_t arch_prime_none(void)
+ *	Where a priming detour goes when no kretprobe set a stub up.
+ */
+
+/** arch_ret_stubs_write() - write @n return stubs at @code (writable now,
+ *  executed at the same address later) for the entries @e[0..n).  API. */
+void arch_ret_stubs_write(uint8_t *code, struct ukp_ret_entry *e, unsigned int n);
+
+/** arch_ret_stub_index() - i if @ip is the return address of stub i of the
+ *  @n at @stubs, else -1. */
+long arch_ret_stub_index(uintptr_t stubs, unsigned int n, uintptr_t ip);
+
+/*
+ * Unwind information (DWARF CFI, as in .eh_frame) for the stubs, so that
+ * every unwinder goes through a stub to the real caller: the return
+ * address column, the alignment factors, the CIE's initial instructions,
+ * and for stub i the range its FDE covers (the return address minus one
+ * included: unwinders look a caller's frame up at its return address - 1)
+ * and the FDE's instructions (the return address read from @e->ret).
+ */
+struct arch_cfi {
+	uint8_t ra_column;
+	uint8_t code_align;
+	int8_t data_align;
+	uint8_t cie_len;
+	uint8_t cie_insns[16];
+	/* For libgcc, when it needs other initial instructions (0: none):
+	 * it tells frames apart by the CFA of their callee. */
+	uint8_t gcc_cie_len;
+	uint8_t gcc_cie_insns[16];
+};
+const struct arch_cfi *arch_ret_stub_cfi(void);
+/* Returns the number of instruction bytes written to @insns (<= 32). */
+size_t arch_ret_stub_fde(uintptr_t stubs, unsigned int i, const struct ukp_ret_entry *e,
+			 uintptr_t *start, size_t *len, uint8_t *insns);
+/** ELF e_machine of this architecture (for the debugger's JIT objects). */
+uint16_t arch_elf_machine(void);
 
 /* ---- jump optimization (optprobes, ukp_kprobe_mutex held) -------------- */
 

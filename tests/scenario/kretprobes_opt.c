@@ -3,7 +3,7 @@
  * kretprobes_opt.c - return probes whose entry is jump-optimized, and the
  * per-thread instance caches (ri_cache.h):
  *   - the optimized entry primes the return (prime.h): the return address
- *     put in place is a prime stub's, not the plain trampoline's, and every
+ *     put in place is the thread's return stub on both paths, and every
  *     return still lands at the real return address with the right value,
  *     for handlers with and without KPROBE_FLAG_GPR_ONLY;
  *   - recursion and longjmp out of a deep recursion on that path;
@@ -127,8 +127,11 @@ static uintptr_t return_address_put_in_place(unsigned int flags, bool optimize)
 	cr_expect_eq(atomic_load(&errs), 0, "%lu handler errors (values, return addresses)",
 		     atomic_load(&errs));
 	cr_expect_eq(rp.nmissed, 0);
-	cr_assert(dladdr((void *)put_in_place, &info) && strstr(info.dli_fname, "libukprobes"),
-		  "the return address put in place, %#lx, is not in libukprobes",
+	cr_expect(!dladdr((void *)put_in_place, &info) || !info.dli_fname,
+		  "the return address put in place, %#lx, is in %s", (unsigned long)put_in_place,
+		  info.dli_fname);
+	cr_expect(scn_in_anonymous_text(put_in_place),
+		  "the return address put in place, %#lx, is no return stub",
 		  (unsigned long)put_in_place);
 	return put_in_place;
 }
@@ -138,8 +141,11 @@ Test(kretprobes_opt, primed_return_gpr_only)
 	uintptr_t plain = return_address_put_in_place(KPROBE_FLAG_GPR_ONLY, false);
 	uintptr_t primed = return_address_put_in_place(KPROBE_FLAG_GPR_ONLY, true);
 
-	cr_expect_neq(plain, primed, "the optimized entry put the plain trampoline (%#lx) in "
-		      "place: its return is not primed", (unsigned long)plain);
+	/* The same return stub, this thread's for its first call in flight:
+	 * the optimized entry primes the return stack buffer with it (a
+	 * matter of speed: make bench, ro-gpr). */
+	cr_expect_eq(plain, primed, "two return stubs for the same depth: %#lx, %#lx",
+		     (unsigned long)plain, (unsigned long)primed);
 }
 
 static int add_entry_c(struct kretprobe_instance *ri, struct pt_regs *regs)

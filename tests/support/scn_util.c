@@ -209,3 +209,26 @@ void scn_spin_ns(long ns)
 	while (scn_now_ns() < end)
 		;
 }
+
+bool scn_in_anonymous_text(uintptr_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		char perms[8];
+		int dev1, dev2, n = 0;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &dev1,
+			   &dev2, &ino, &n) < 7 || addr < lo || addr >= hi)
+			continue;
+		found = perms[2] == 'x' && ino == 0 && (line[n] == '\n' || line[n] == 0);
+		break;
+	}
+	fclose(f);
+	return found;
+}

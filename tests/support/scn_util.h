@@ -10,6 +10,7 @@
 #define SCN_UTIL_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,5 +72,9 @@ void scn_spin_ns(long ns);
 
 /* Current time in nanoseconds (CLOCK_MONOTONIC). */
 long long scn_now_ns(void);
+
+/* Is @addr in an executable mapping of no file (code made at run time, as
+ * ukprobes' kretprobe return stubs)? */
+bool scn_in_anonymous_text(uintptr_t addr);
 
 #endif

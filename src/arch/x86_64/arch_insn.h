@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <ukprobes.h>
+
 #include "prime.h"
 
 #define UKP_ARCH_MAX_INSN	15
@@ -90,41 +92,85 @@ struct arch_optinsn {
 };
 
 /*
- * kretprobes: what a return address is replaced with.  The trampolines
- * (trampolines.S) keep %xmm0/%xmm1 for the return handlers or not (@gpr);
- * a prime stub's T (prime.h) is the way back from an optimized entry that
- * primed the return stack buffer.  Trap-safe, general registers only.
+ * kretprobes (arch.h, "return probes").  x86-64: a call's frame is the stack
+ * slot of its return address, popped by the `ret`.  Return stubs are 32
+ * bytes (ret_stubs.c); the trampolines are in trampolines.S.  Trap-safe,
+ * general registers only.
  */
+#define UKP_ARCH_RET_STUB_SIZE	32
+#define X86_RET_STUB_PRIME	0	/* call: an optimized entry primes here */
+#define X86_RET_STUB_RETURN	5	/* what replaces the return address */
+
 /* Hidden (as in the assembly): addressed RIP-relative, not through the GOT. */
 extern const char ukp_kretprobe_trampoline[] __attribute__((visibility("hidden")));
 extern const char ukp_kretprobe_trampoline_gpr[] __attribute__((visibility("hidden")));
+extern const char ukp_kretprobe_trampoline_primed[] __attribute__((visibility("hidden")));
+extern const char ukp_kretprobe_trampoline_primed_gpr[] __attribute__((visibility("hidden")));
+extern const char ukp_prime_none[] __attribute__((visibility("hidden")));
 extern const char ukp_prime_stubs[] __attribute__((visibility("hidden")));
 
-static inline uintptr_t arch_kretprobe_trampoline(bool gpr)
+static inline uintptr_t arch_kretprobe_frame(const struct pt_regs *regs)
 {
+	return regs->sp;
+}
+
+static inline uintptr_t arch_kretprobe_return_frame(const struct pt_regs *regs)
+{
+	return regs->sp - sizeof(unsigned long);
+}
+
+int arch_safe_read_ulong(uintptr_t addr, unsigned long *val);
+int arch_safe_write_ulong(uintptr_t addr, unsigned long val);
+
+static inline int arch_kretprobe_get_ret(const struct pt_regs *regs, uintptr_t frame,
+					 unsigned long *ret, bool guarded)
+{
+	(void)regs;
+	if (guarded)
+		return arch_safe_read_ulong(frame, ret);
+	*ret = *(const unsigned long *)frame;
+	return 0;
+}
+
+static inline int arch_kretprobe_set_ret(struct pt_regs *regs, uintptr_t frame,
+					 unsigned long ret, bool guarded)
+{
+	(void)regs;
+	if (guarded)
+		return arch_safe_write_ulong(frame, ret);
+	*(unsigned long *)frame = ret;
+	return 0;
+}
+
+static inline uintptr_t arch_kretprobe_trampoline(bool gpr, bool primed)
+{
+	if (primed)
+		return (uintptr_t)(gpr ? ukp_kretprobe_trampoline_primed_gpr :
+					 ukp_kretprobe_trampoline_primed);
 	return (uintptr_t)(gpr ? ukp_kretprobe_trampoline_gpr : ukp_kretprobe_trampoline);
 }
 
-/* -1: not a prime stub's T; else the stub's number. */
-static inline long arch_prime_stub_of(uintptr_t a)
+static inline bool arch_kretprobe_trampoline_is_gpr(uintptr_t t)
 {
-	uintptr_t off = a - (uintptr_t)ukp_prime_stubs;
-
-	if (off >= 2 * PRIME_STUBS * PRIME_STUB_SIZE || off % PRIME_STUB_SIZE != PRIME_T_OFFSET)
-		return -1;
-	return (long)(off / PRIME_STUB_SIZE);
+	return t == (uintptr_t)ukp_kretprobe_trampoline_gpr ||
+	       t == (uintptr_t)ukp_kretprobe_trampoline_primed_gpr;
 }
 
-static inline bool arch_is_kretprobe_trampoline(uintptr_t a)
+static inline uintptr_t arch_ret_stub_return(uintptr_t stubs, unsigned int i)
 {
-	return a == (uintptr_t)ukp_kretprobe_trampoline ||
-	       a == (uintptr_t)ukp_kretprobe_trampoline_gpr || arch_prime_stub_of(a) >= 0;
+	return stubs + (uintptr_t)i * UKP_ARCH_RET_STUB_SIZE + X86_RET_STUB_RETURN;
 }
 
-/* Does the return through @a leave the vector registers to the handlers? */
-static inline bool arch_kretprobe_trampoline_is_gpr(uintptr_t a)
+static inline uintptr_t arch_ret_stub_prime(uintptr_t stubs, unsigned int i)
 {
-	return a == (uintptr_t)ukp_kretprobe_trampoline_gpr || arch_prime_stub_of(a) >= PRIME_STUBS;
+	return stubs + (uintptr_t)i * UKP_ARCH_RET_STUB_SIZE + X86_RET_STUB_PRIME;
+}
+
+/* Where a detour that primes goes when no kretprobe set a stub up (an
+ * entry missed): back into the detour (opt_entry.S). */
+static inline uintptr_t arch_prime_none(void)
+{
+	return (uintptr_t)ukp_prime_none;
 }
 
 #endif

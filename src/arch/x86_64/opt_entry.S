@@ -17,6 +17,8 @@
  * The entry saves the registers as a breakpoint trap would, into a struct
  * pt_regs, calls ukp_opt_callback(point, regs, T, gpr), restores them
  * (handlers may change any general register and the flags) and returns.
+ * What the callback returns (where a priming detour's stub goes, prime.h)
+ * is left 8 bytes below the link, where the stub reads it.
  *
  * ukp_optprobe_entry also saves the extended state (x87/SSE/AVX/AVX-512)
  * around the call: handlers are C functions, which the ABI lets clobber
@@ -41,13 +43,19 @@
  * it by 4), but struct pt_regs must be: %rax and the flags go below it
  * first (the "link"), then %rsp is aligned and the pt_regs built below.
  *
- *	link+24 ...	red-zone gap (128 bytes), then the program's stack
- *	link+16		return address into the detour
- *	link+8		%rax
- *	link		flags
+ *	link+40 ...	red-zone gap (128 bytes), then the program's stack
+ *	link+32		return address into the detour
+ *	link+24		%rax
+ *	link+16		flags
+ *	link+8		the detour's way on after priming (prime.h)
+ *	link		the callback's answer: where a prime stub goes
  *	R+168		link  (R 16-byte aligned)
  *	R		struct pt_regs
+ *
+ * A detour that primes has "1: jmp *stub(%rip)" (6 bytes) right after the
+ * point and T, so its way on ("2:") is the return address + 2 + 16 + 6.
  */
+#define PRIME_CONT_FROM_RET	24
 #define LINK		PT_SIZE		/* offset of the link from pt_regs */
 /* The flags restored without popfq: CF, bit 1 (always set), PF, AF, ZF,
  * SF, IF (always set in user mode) and OF. */
@@ -56,12 +64,13 @@
 .macro SAVE_PT_REGS
 	pushq	%rax
 	pushfq
+	leaq	-16(%rsp), %rsp		/* for the prime stub (see above) */
 	movq	%rsp, %rax		/* the link */
 	andq	$-16, %rsp
 	pushq	%rax
 	pushq	$0			/* ss */
 	pushq	$0			/* sp, set below */
-	pushq	(%rax)			/* flags */
+	pushq	16(%rax)		/* flags */
 	pushq	$0			/* cs */
 	pushq	$0			/* ip, set by the callback */
 	pushq	$-1			/* orig_ax */
@@ -69,7 +78,7 @@
 	pushq	%rsi
 	pushq	%rdx
 	pushq	%rcx
-	pushq	8(%rax)			/* rax */
+	pushq	24(%rax)		/* rax */
 	pushq	%r8
 	pushq	%r9
 	pushq	%r10
@@ -80,9 +89,9 @@
 	pushq	%r13
 	pushq	%r14
 	pushq	%r15
-	leaq	(16 + 8 + 128)(%rax), %rcx
+	leaq	(32 + 8 + 128)(%rax), %rcx
 	movq	%rcx, PT_SP(%rsp)	/* the program's %rsp at the probe */
-	movq	16(%rax), %r12		/* return address: the jmp over ... */
+	movq	32(%rax), %r12		/* return address: the jmp over ... */
 	movq	10(%r12), %r13		/* ... the point and T */
 	movq	2(%r12), %r12
 	cld				/* C code expects DF clear; popfq restores it */
@@ -91,10 +100,17 @@
 /* Restore them (handlers may have changed any) and return. */
 .macro RESTORE_PT_REGS_AND_RETURN
 	movq	LINK(%rsp), %rdi
-	movq	PT_AX(%rsp), %rsi
-	movq	%rsi, 8(%rdi)
-	movq	PT_FLAGS(%rsp), %rsi
+	movq	PT_ORIG_AX(%rsp), %rsi	/* the callback's answer (see above) */
+	testq	%rsi, %rsi
+	jz	92f			/* this detour does not prime */
 	movq	%rsi, (%rdi)
+	movq	32(%rdi), %rsi
+	addq	$PRIME_CONT_FROM_RET, %rsi
+	movq	%rsi, 8(%rdi)
+92:	movq	PT_AX(%rsp), %rsi
+	movq	%rsi, 24(%rdi)
+	movq	PT_FLAGS(%rsp), %rsi
+	movq	%rsi, 16(%rdi)
 	popq	%r15
 	popq	%r14
 	popq	%r13
@@ -116,7 +132,7 @@
 	 * back without it: OF by an 8-bit add that overflows or not, then
 	 * SF ZF AF PF CF by sahf.  Any other bit set (DF, AC, TF, NT, ID,
 	 * set by the program or by a handler) takes popfq. */
-	movq	(%rsp), %rax
+	movq	16(%rsp), %rax
 	testq	$~FLAGS_SAHF_OF, %rax
 	jnz	91f
 	btl	$11, %eax		/* CF = OF */
@@ -125,10 +141,11 @@
 	andb	$0x7f, %al
 	addb	$1, %al			/* 0x7f + 1 overflows: OF as saved */
 	sahf
-	movq	8(%rsp), %rax
-	leaq	16(%rsp), %rsp
+	movq	24(%rsp), %rax
+	leaq	32(%rsp), %rsp
 	ret
-91:	popfq
+91:	leaq	16(%rsp), %rsp
+	popfq
 	popq	%rax
 	ret
 .endm
@@ -145,6 +162,7 @@ ukp_optprobe_entry_gpr:
 	movq	%rsp, %rbx
 	call	ukp_opt_callback	/* %rsp is 16-byte aligned here */
 	movq	%rbx, %rsp
+	movq	%rax, PT_ORIG_AX(%rsp)
 	RESTORE_PT_REGS_AND_RETURN
 	.size	ukp_optprobe_entry_gpr, .-ukp_optprobe_entry_gpr
 
@@ -160,18 +178,18 @@ ukp_optprobe_entry:
 	movq	%r13, %rdx
 	xorl	%ecx, %ecx
 	call	ukp_opt_callback
+	movq	%rax, PT_ORIG_AX(%rbx)	/* (xrstor takes %edx:%eax) */
 	XRSTOR_HERE
 	movq	%rbx, %rsp
 	RESTORE_PT_REGS_AND_RETURN
 	.size	ukp_optprobe_entry, .-ukp_optprobe_entry
 
 /*
- * The prime stubs (prime.h): stub k is
- *	call	1f
- * T:	jmp	<trampoline>		# the probed function returns here
- * 1:	lea	8(%rsp), %rsp		# drop the pushed T (the buffer keeps it)
- *	jmp	*ukp_prime_cont+8k(%rip)	# back into the detour
- * Inside the entry range: a detour is not freed while a thread is here.
+ * The prime stubs (prime.h): each is
+ *	jmp	*-40(%rsp)		# what the entry left: a return stub's
+ *					# prime address, or ukp_prime_none
+ * (one per detour that primes: opt.c hands them out).  Inside the entry
+ * range: a detour is not freed while a thread is here.
  */
 	.balign	PRIME_STUB_SIZE
 	.globl	ukp_prime_stubs
@@ -180,16 +198,17 @@ ukp_prime_stubs:
 	.set	k, 0
 	.rept	2 * PRIME_STUBS
 	.balign	PRIME_STUB_SIZE
-	call	1f
-.if k < PRIME_STUBS
-	jmp	ukp_kretprobe_trampoline_primed
-.else
-	jmp	ukp_kretprobe_trampoline_primed_gpr
-.endif
-1:	leaq	8(%rsp), %rsp
-	jmp	*(ukp_prime_cont + 8 * k)(%rip)
+	jmp	*-PRIME_TARGET_BELOW(%rsp)
 	.set	k, k + 1
 	.endr
+
+/* No kretprobe set a return stub up at this hit: back into the detour. */
+	.globl	ukp_prime_none
+	.hidden	ukp_prime_none
+	.type	ukp_prime_none, @function
+ukp_prime_none:
+	jmp	*-PRIME_CONT_BELOW(%rsp)
+	.size	ukp_prime_none, .-ukp_prime_none
 
 	.globl	ukp_optprobe_entry_end
 	.hidden	ukp_optprobe_entry_end
