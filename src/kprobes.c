@@ -52,21 +52,34 @@ static void ukp_atfork_child(void)
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 }
 
-/* Lazy initialisation: nothing happens when the library is merely loaded. */
+/*
+ * Lazy initialisation: nothing happens when the library is merely loaded.
+ * A failure leaves nothing the program could notice: the records stay
+ * allocated for the next try, the fork handlers are registered once, and
+ * /proc/self/mem is opened last, so no descriptor stays open.  Without the
+ * fork handlers a child would patch its parent through the inherited
+ * descriptor: no probe without them.
+ */
 static int ukp_init_locked(void)
 {
-	static bool done;
+	static bool done, atfork_done;
 	int err;
 
 	if (done)
 		return 0;
-	err = ukp_text_init();
-	if (err)
-		return err;
 	err = ukp_grace_init();
 	if (err)
 		return err;
-	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
+	if (!atfork_done) {
+		err = pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent,
+				     ukp_atfork_child);
+		if (err)
+			return -err;
+		atfork_done = true;
+	}
+	err = ukp_text_init();
+	if (err)
+		return err;
 	ukp_opt_env_default();
 	arch_init();
 	done = true;
