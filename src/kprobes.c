@@ -301,17 +301,23 @@ static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
 		a = (uintptr_t)p->addr + p->offset;	/* as _kprobe_addr() */
 	}
 
-	if (!ukp_addr_executable(a))
-		return -EINVAL;
-	if (ukp_blacklisted(a))
-		return -EINVAL;
+	err = ukp_addr_executable(a);
+	if (err <= 0)
+		return err ? err : -EINVAL;
+	err = ukp_blacklisted(a);
+	if (err)
+		return err > 0 ? -EINVAL : err;
 	{
 		uintptr_t slot;
 
 		if (ukp_slot_info_at(a, &slot))	/* our own slots */
 			return -EINVAL;
 	}
-	*have_fn = !ukp_symbol_containing(a, fn) && fn->size;
+	/* Without its function, no boundary check: only when there is none. */
+	err = ukp_symbol_containing(a, fn);
+	if (err && err != -ENOENT)
+		return err;
+	*have_fn = !err && fn->size;
 	if (*have_fn) {
 		err = ukp_check_boundary(fn, a);
 		if (err)
