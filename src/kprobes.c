@@ -558,6 +558,17 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 	}
 	ukp_key_index_fini(&seen);
 	ukp_key_index_fini(&first_at);
+	/* Room in the point table and the optimizer's queue first: after
+	 * the signals are taken, nothing may fail. */
+	if (!err) {
+		size_t nnew = 0;
+
+		for (int j = 0; j < num; j++)
+			nnew += pd[j].new_pt;
+		err = ukp_points_reserve(nnew);
+		if (!err)
+			err = ukp_opt_reserve(ukp_points_live() + nnew);
+	}
 	if (!err)
 		err = ukp_trap_install();
 	if (err) {
@@ -567,7 +578,8 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 		return err;
 	}
 
-	/* Commit: nothing below fails but arming, which only warns. */
+	/* Commit: nothing below fails but arming, which only warns (the
+	 * inserts have their room). */
 	for (i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
 

@@ -353,21 +353,37 @@ static bool ukp_point_gpr_only(struct ukp_point *pt)
 
 static void *ukp_optimizer_thread(void *arg);
 
+/**
+ * ukp_opt_reserve() - room in the queue for @npoints points, every point
+ * there will be: a point is queued once at most, so queueing then never
+ * fails (a point left out would never be optimized).  Returns 0 or -ENOMEM.
+ */
+int ukp_opt_reserve(size_t npoints)
+{
+	size_t cap = ukp_opt_capqueue ? ukp_opt_capqueue : 64;
+	void *nq;
+
+	while (cap < npoints)
+		cap *= 2;
+	if (cap == ukp_opt_capqueue)
+		return 0;
+	nq = realloc(ukp_opt_queue, cap * sizeof(*ukp_opt_queue));
+	if (!nq)
+		return -ENOMEM;
+	ukp_opt_queue = nq;
+	ukp_opt_capqueue = cap;
+	return 0;
+}
+
 /** ukp_opt_queue_point() - optimize @pt later if it may be. */
 void ukp_opt_queue_point(struct ukp_point *pt)
 {
 	if (pt->opt_queued || pt->opt_refused || atomic_load(&pt->opt) ||
 	    !ukp_opt_eligible(pt))
 		return;
-	if (ukp_opt_nqueue == ukp_opt_capqueue) {
-		size_t cap = ukp_opt_capqueue ? 2 * ukp_opt_capqueue : 64;
-		void *nq = realloc(ukp_opt_queue, cap * sizeof(*ukp_opt_queue));
-
-		if (!nq)
-			return;
-		ukp_opt_queue = nq;
-		ukp_opt_capqueue = cap;
-	}
+	if (ukp_opt_nqueue == ukp_opt_capqueue &&
+	    ukp_opt_reserve(ukp_opt_nqueue + 1))
+		return;		/* not reserved (ukp_opt_reserve()) */
 	ukp_opt_queue[ukp_opt_nqueue++] = pt;
 	pt->opt_queued = true;
 	if (!ukp_optimizer_running) {
