@@ -3,6 +3,7 @@
  * Built with -mgeneral-regs-only: ukp_ext_get() runs on the GPR-only
  * paths of kretprobes. */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ static void ukp_ext_key_init(void)
 	ukp_ext_key_ok = !pthread_key_create(&ukp_ext_key, ukp_ext_release);
 }
 
-void ukp_ext_reserve(void)
+int ukp_ext_reserve(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -112,4 +113,6 @@ void ukp_ext_reserve(void)
 		atomic_store_explicit(&ukp_ext_n, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&lock);
+	/* Short of blocks, a thread's hits would all be missed. */
+	return n < want && n < UKP_EXT_MAX ? -ENOMEM : 0;
 }
