@@ -392,13 +392,18 @@ static bool ukp_intr_inside(int tid, bool (*inside)(uintptr_t, void *), void *ar
 /* Step 3: thread positions                                                 */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Read a small /proc file.  0, -ESRCH when the thread it is about is gone,
+ * or another -errno when it could not be read (no memory, no descriptor):
+ * that says nothing about the thread.
+ */
 static int ukp_read_small(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	size_t n;
 
 	if (!f)
-		return -1;
+		return errno == ENOENT || errno == ESRCH ? -ESRCH : errno ? -errno : -EIO;
 	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
@@ -406,18 +411,21 @@ static int ukp_read_small(const char *path, char *buf, size_t len)
 }
 
 /*
- * Where a thread is: -1 when it exited; 0 and *@pc = 0 when it is running
- * or runnable; 0 and its user pc when it is blocked in the kernel (in a
- * system call, or a page fault: /proc prints "-1 sp pc" for those).
+ * Where a thread is: -ESRCH when it exited, another -errno when that could
+ * not be read; 0 and *@pc = 0 when it is running or runnable; 0 and its
+ * user pc when it is blocked in the kernel (in a system call, or a page
+ * fault: /proc prints "-1 sp pc" for those).
  */
 static int ukp_task_pc(int tid, uintptr_t *pc)
 {
 	char path[64], buf[256];
 	char *last;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	if (ukp_read_small(path, buf, sizeof(buf)))
-		return -1;
+	err = ukp_read_small(path, buf, sizeof(buf));
+	if (err)
+		return err;
 	if (!strncmp(buf, "running", 7)) {
 		*pc = 0;
 		return 0;
@@ -427,13 +435,16 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 	return 0;
 }
 
+/* A thread's on-CPU time; errors as ukp_task_pc(). */
 static int ukp_task_runtime(int tid, unsigned long long *ns)
 {
 	char path[64], buf[128];
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-	if (ukp_read_small(path, buf, sizeof(buf)))
-		return -1;
+	err = ukp_read_small(path, buf, sizeof(buf));
+	if (err)
+		return err;
 	*ns = strtoull(buf, NULL, 10);
 	return 0;
 }
@@ -456,15 +467,20 @@ struct ukp_task_proof {
 	int tid;
 	struct ukp_qs_rec *qs;		/* with UKP_OUTSIDE_QS_READERS */
 	bool done;
+	bool have_last;			/* @last was read */
 	unsigned int gen;		/* its resume-point record's */
 	unsigned long long last;	/* its CPU time when we looked */
 };
 
-/* Start (again) proving @t: nothing seen yet. */
+/* Start (again) proving @t: nothing seen yet.  What cannot be read proves
+ * nothing: the thread is proven only once it is seen. */
 static void ukp_proof_reset(struct ukp_task_proof *t, unsigned int gen)
 {
+	int err = ukp_task_runtime(t->tid, &t->last);
+
 	t->gen = gen;
-	if (ukp_task_runtime(t->tid, &t->last))
+	t->have_last = !err;
+	if (err == -ESRCH)
 		t->done = true;		/* exited */
 }
 
@@ -477,9 +493,11 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 	unsigned int gen;
 	uintptr_t pc;
 	bool intr_in;
+	int err;
 
-	if (ukp_task_pc(t->tid, &pc)) {
-		t->done = true;		/* exited */
+	err = ukp_task_pc(t->tid, &pc);
+	if (err) {
+		t->done = err == -ESRCH;	/* exited; or cannot tell yet */
 		return;
 	}
 	intr_in = !(flags & UKP_OUTSIDE_RESUME_REDIRECTED) &&
@@ -505,8 +523,15 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 			t->done = true;	/* blocked, outside, cannot re-enter */
 		return;
 	}
-	if (ukp_task_runtime(t->tid, &ns)) {
-		t->done = true;
+	err = ukp_task_runtime(t->tid, &ns);
+	if (err) {
+		t->done = err == -ESRCH;
+		return;
+	}
+	if (!t->have_last) {
+		/* The first look that worked: from now on. */
+		t->last = ns;
+		t->have_last = true;
 		return;
 	}
 	if (ns != t->last)
