@@ -655,10 +655,18 @@ UKP_API int register_kprobe(struct kprobe *p)
 
 static void __unregister_kprobes(struct kprobe **kps, int num)
 {
-	struct ukp_point **dead = calloc((size_t)num, sizeof(*dead));
+	struct ukp_point *one, **dead;
 	int ndead = 0;
 	bool changed = false, any = false;
 
+	/* Removed points are freed after the grace period: with no room to
+	 * list them, one probe at a time (a grace period each). */
+	dead = num == 1 ? &one : calloc((size_t)num, sizeof(*dead));
+	if (!dead) {
+		for (int i = 0; i < num; i++)
+			__unregister_kprobes(&kps[i], 1);
+		return;
+	}
 	ukp_check_gone();
 	for (int i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
@@ -677,12 +685,12 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		if (!pt->nprobes) {
 			ukp_opt_forget(pt);
 			ukp_point_remove(pt);
-			if (dead)
-				dead[ndead++] = pt;
+			dead[ndead++] = pt;
 		}
 	}
 	if (!any) {
-		free(dead);
+		if (dead != &one)
+			free(dead);
 		return;
 	}
 	if (changed)
@@ -716,7 +724,8 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 			kps[i]->ukp_next = NULL;
 		}
 	}
-	free(dead);
+	if (dead != &one)
+		free(dead);
 }
 
 UKP_API void unregister_kprobes(struct kprobe **kps, int num)

@@ -352,7 +352,7 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
 typedef long (*fn1_t)(long);
 
 extern char af_t1[], af_t1_2[], af_t2[], af_t3[], af_t3_2[], af_ret[], af_ret2[],
-	af_jpf[], af_next[], af_fork[], af_opt[], af_opt1[], af_black[], af_warm[],
+	af_jpf[], af_next[], af_fork[], af_opt[], af_opt_2[], af_opt1[], af_black[], af_warm[],
 	af_uffd[], af_uffd_load[];
 NOKPROBE_SYMBOL(af_black);
 
@@ -1275,6 +1275,49 @@ Test(alloc_fail, unregister_kprobes_batch, .timeout = 300)
 	af_register_parent(false);
 	af_explore(&(struct af_path){ "unregister_kprobes(4)", NULL,
 				      af_call_unregister_kprobes, af_check_kprobes_gone, 0 });
+}
+
+/*
+ * A probe inside another's region keeps that one from being optimized;
+ * when it goes, the other is queued again.  K at af_opt stays; the batch
+ * (af_opt's second instruction, af_t1) goes.
+ */
+static struct af_probe K;
+
+static void af_check_neighbour(int ret)
+{
+	struct af_probe *kp = &K;
+	const char *l;
+
+	af_expect_silent(__LINE__, Pall, Pn, "after unregistering");
+	AF_EXPECT(af_code_pristine(af_t1, 16), "unregistering left code behind");
+	af_expect_fire(__LINE__, &kp, 1, "the probe that stays");
+	AF_EXPECT(ukprobes_wait_optimizer() == 0, "probes still waiting for the optimizer");
+	l = af_line_of(af_opt, 'k');
+	AF_EXPECT(af_line_has(l, "[OPTIMIZED]"),
+		  "the probe that stays was not optimized once its neighbour went:\n%s",
+		  af_now.list);
+	af_expect_fire(__LINE__, &kp, 1, "the probe that stays, optimized");
+	unregister_kprobe(&K.kp);
+	AF_EXPECT(af_code_pristine(af_t1, af_code_len()), "unregistering left code behind");
+}
+
+Test(alloc_fail, unregister_kprobes_neighbour, .timeout = 300)
+{
+	af_init_process();
+	af_warm_up();
+	af_kprobe_init(&K, af_opt, NULL, f_opt, 9);
+	af_kprobe_init(&Pinit[0], af_opt_2, NULL, f_opt, 9);
+	af_kprobe_init(&Pinit[1], af_t1, NULL, f_t1, 1);
+	Pn = 2;
+	af_reset_structs();
+	cr_assert_eq(register_kprobe(&K.kp), 0);
+	af_register_parent(false);
+	af_optimize_all();
+	cr_assert(!af_line_has(af_line_of(af_opt, 'k'), "[OPTIMIZED]"),
+		  "optimized over a probe in its region:\n%s", af_now.list);
+	af_explore(&(struct af_path){ "unregister_kprobes(neighbour)", NULL,
+				      af_call_unregister_kprobes, af_check_neighbour, 0 });
 }
 
 static void af_check_kretprobes_gone(int ret)
