@@ -21,7 +21,7 @@
 # main().  bench/workload/workload.c is the program tools.c probes from
 # outside (not linked with libukprobes).
 
-BENCH_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Ibench/common -O2 -g
+BENCH_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE $(UKP_INC) -Ibench/common -O2 -g
 BENCH_LIBS   := -lZydis -lelf -ldl -lm -lpthread
 BENCH_COMMON := $(wildcard bench/common/*.c) $(wildcard bench/common/*.S)
 BENCH_HDRS   := $(wildcard bench/common/*.h) include/ukprobes.h

@@ -32,86 +32,14 @@ extern "C" {
 /* Registers                                                                 */
 /* ------------------------------------------------------------------------ */
 
-#if defined(__x86_64__)
 /*
- * The kernel's in-kernel x86-64 names and order, so that handler code reads
- * like kernel code.  orig_ax is -1 (no system call); cs and ss are the user
- * selectors and are read-only.
+ * struct pt_regs, kprobe_opcode_t and the register accessors
+ * (instruction_pointer(), regs_return_value(), regs_get_kernel_argument(),
+ * ...) come from the architecture's header, as the kernel's do from
+ * <asm/ptrace.h>: include/arch/ARCH/ukprobes/asm/ptrace.h in the source
+ * tree, <ukprobes/asm/ptrace.h> once installed.
  */
-struct pt_regs {
-	unsigned long r15;
-	unsigned long r14;
-	unsigned long r13;
-	unsigned long r12;
-	unsigned long bp;
-	unsigned long bx;
-	unsigned long r11;
-	unsigned long r10;
-	unsigned long r9;
-	unsigned long r8;
-	unsigned long ax;
-	unsigned long cx;
-	unsigned long dx;
-	unsigned long si;
-	unsigned long di;
-	unsigned long orig_ax;
-	unsigned long ip;
-	unsigned long cs;
-	unsigned long flags;
-	unsigned long sp;
-	unsigned long ss;
-};
-
-typedef unsigned char kprobe_opcode_t;
-
-static inline unsigned long regs_return_value(struct pt_regs *regs)
-{
-	return regs->ax;
-}
-
-/* SysV AMD64 integer argument registers; n counts from 0, as the kernel. */
-static inline unsigned long regs_get_kernel_argument(struct pt_regs *regs,
-						     unsigned int n)
-{
-	switch (n) {
-	case 0: return regs->di;
-	case 1: return regs->si;
-	case 2: return regs->dx;
-	case 3: return regs->cx;
-	case 4: return regs->r8;
-	case 5: return regs->r9;
-	default: {
-		/* Past the register arguments: on the stack above the return
-		 * address, valid at the first instruction of a function. */
-		unsigned long *sp = (unsigned long *)regs->sp;
-		return sp[n - 6 + 1];
-	}
-	}
-}
-#else
-#error "ukprobes: this architecture is not ported yet (see src/arch/arch.h)"
-#endif
-
-static inline unsigned long instruction_pointer(struct pt_regs *regs)
-{
-	return regs->ip;
-}
-
-static inline void instruction_pointer_set(struct pt_regs *regs,
-					   unsigned long val)
-{
-	regs->ip = val;
-}
-
-static inline unsigned long user_stack_pointer(struct pt_regs *regs)
-{
-	return regs->sp;
-}
-
-static inline unsigned long kernel_stack_pointer(struct pt_regs *regs)
-{
-	return regs->sp;
-}
+#include <ukprobes/asm/ptrace.h>
 
 static inline unsigned long regs_get_register(struct pt_regs *regs,
 					      unsigned int offset)
@@ -142,8 +70,9 @@ struct kprobe;
 typedef int (*kprobe_pre_handler_t)(struct kprobe *, struct pt_regs *);
 typedef void (*kprobe_post_handler_t)(struct kprobe *, struct pt_regs *,
 				      unsigned long flags);
-/* trapnr is the x86 trap number: 14 page fault, 13 general protection,
- * 0 divide error, 6 invalid opcode, 17 alignment check. */
+/* trapnr is the architecture's trap number (<ukprobes/asm/ptrace.h>
+ * says which; on x86: 14 page fault, 13 general protection, 0 divide
+ * error, 6 invalid opcode, 17 alignment check). */
 typedef int (*kprobe_fault_handler_t)(struct kprobe *, struct pt_regs *,
 				      int trapnr);
 

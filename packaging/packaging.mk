@@ -1,10 +1,12 @@
 # packaging/packaging.mk - install, pkg-config file, ABI check.
 #
 #   make install PREFIX=/usr DESTDIR=/tmp/stage
-#   make check-abi      exported symbols of the shared library vs src/ukprobes.map
+#   make check-abi      exported symbols of the shared library vs the version
+#                       script (src/arch/$(ARCH)/libc.map + src/ukprobes.map)
 #
 # Installs:
-#   $(INCLUDEDIR)/ukprobes.h
+#   $(INCLUDEDIR)/ukprobes.h, $(INCLUDEDIR)/ukprobes/asm/ptrace.h (the
+#   architecture's registers, from include/arch/$(ARCH)/)
 #   $(LIBDIR)/libukprobes.so.$(VERSION), libukprobes.so.$(SOVERSION) -> it,
 #   libukprobes.so -> libukprobes.so.$(SOVERSION), libukprobes.a
 #   $(LIBDIR)/pkgconfig/ukprobes.pc
@@ -36,8 +38,10 @@ $(B)/ukprobes.pc: FORCE
 	} > $@.tmp && mv $@.tmp $@
 
 install: lib $(B)/ukprobes.pc install-man
-	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/ukprobes/asm $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	$(INSTALL) -m 644 include/ukprobes.h $(DESTDIR)$(INCLUDEDIR)/ukprobes.h
+	$(INSTALL) -m 644 include/arch/$(ARCH)/ukprobes/asm/ptrace.h \
+		$(DESTDIR)$(INCLUDEDIR)/ukprobes/asm/ptrace.h
 	$(INSTALL) -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO))
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libukprobes.so
@@ -46,13 +50,13 @@ install: lib $(B)/ukprobes.pc install-man
 
 # The files `make install` writes, for packagers and for uninstall.
 uninstall: uninstall-man
-	rm -f $(DESTDIR)$(INCLUDEDIR)/ukprobes.h \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ukprobes.h $(DESTDIR)$(INCLUDEDIR)/ukprobes/asm/ptrace.h \
 	      $(DESTDIR)$(LIBDIR)/$(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	      $(DESTDIR)$(LIBDIR)/libukprobes.so $(DESTDIR)$(LIBDIR)/libukprobes.a \
 	      $(DESTDIR)$(PKGCONFIGDIR)/ukprobes.pc
 
-check-abi: lib
-	@bash tests/abi/check_abi.sh $(LIB_SO) src/ukprobes.map
+check-abi: lib $(B)/ukprobes.map
+	@bash tests/abi/check_abi.sh $(LIB_SO) $(B)/ukprobes.map
 
 FORCE:
 .PHONY: install uninstall check-abi FORCE

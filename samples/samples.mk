@@ -12,7 +12,7 @@
 #                    (jprobe_example.c: the arguments of posix_spawn())
 #   make samples-build   build only.
 
-SAMPLE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isamples $(SANFLAGS) -O2 -g
+SAMPLE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE $(UKP_INC) -Isamples $(SANFLAGS) -O2 -g
 DEMO_PROGRAM  := $(B)/samples/demo_program
 DEMO_SRCS     := samples/demo_program.c samples/kprobe_example.c
 

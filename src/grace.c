@@ -6,7 +6,7 @@
  *
  *  - the trap path's read sections: sleepable RCU with two counters, as
  *    SRCU (a reader adds one to the counter of the current phase with a
- *    locked add, a full barrier on x86 that orders its later loads of the
+ *    sequentially consistent add, which orders its later loads of the
  *    probe tables; a writer flips the phase and waits for the old counter
  *    to drain, twice, so a reader that read the phase just before a flip is
  *    waited for too; readers arriving meanwhile never starve the writer);
@@ -553,6 +553,15 @@ bool ukp_threads_outside(bool (*inside)(uintptr_t ip, void *arg), void *arg,
 	DIR *d;
 
 	ukp_intr_reap();
+	/* A vfork-style child of ours runs in this memory, but is not in
+	 * /proc/self/task: where it is cannot be known (spawn.c).  It is
+	 * gone at its execve, soon. */
+	while (atomic_load(&ukp_spawn_children)) {
+		if (waited >= max_wait_us)
+			return false;
+		usleep(50);
+		waited += 50;
+	}
 	d = opendir("/proc/self/task");
 	if (!d)
 		return false;

@@ -27,6 +27,9 @@
  *         still running will resume where the signal frame says: the
  *         wrapper around the program's handlers notes that place
  *         (ukp_intr_push()) for the handler's lifetime;
+ *       - a vfork-style child that ukprobes started (spawn.c) runs in this
+ *         memory but is not in /proc/self/task: it is waited for until it
+ *         calls execve;
  *       - a thread that is running or runnable has left straight-line code
  *         with no system call once it has run again: its on-CPU time
  *         (/proc/self/task/TID/schedstat) moved since we looked.
@@ -80,6 +83,10 @@ struct ukp_qs_rec {
 } __attribute__((aligned(64)));
 
 extern struct ukp_qs_rec *_Atomic ukp_qs_recs;
+
+/* The detour path's code in which a thread may not have counted itself
+ * yet (the callback, the claim): writers prove no thread is there. */
+#define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
 
 /* This thread's record, claimed the first time (NULL: none left). */
 struct ukp_qs_rec *ukp_qs_claim(void);

@@ -26,7 +26,7 @@
 #include "memmap.h"
 #include "grace.h"
 
-#define SLOT_PAGE_SIZE		4096u
+#define SLOT_PAGE_SIZE		UKP_ARCH_PAGE_SIZE
 #define SLOTS_PER_PAGE		(SLOT_PAGE_SIZE / UKP_ARCH_SLOT_SIZE)
 #define MAX_SLOT_PAGES		65536u
 #define GC_DIRTY_THRESHOLD	256u

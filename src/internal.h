@@ -197,6 +197,38 @@ void ukp_signal_give_back(int sig);
  * our interposer: async-signal-safe. */
 int ukp_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 void ukp_mask_strip_trap(struct sigaction *act);
+/* The program's sigprocmask() (SIGTRAP kept out of the kernel's mask). */
+int ukp_sigprocmask_program(int how, const sigset_t *set, sigset_t *old);
+/* Does the program believe this thread blocks SIGTRAP? */
+bool ukp_mask_app_blocks_trap(void);
+/* Does the kernel run ukprobes' handler for @sig; the program's own action. */
+bool ukp_signal_owned(int sig);
+void ukp_signal_wish(int sig, struct sigaction *act);
+/* At a registration: handlers replaced behind our back are taken back
+ * (@first: just installed, say what cannot be seen).  Returns 0. */
+int ukp_signals_verify(bool first);
+/* A fault going to the program: was SIGTRAP taken from us? (trap path) */
+void ukp_signals_fault_check(uintptr_t ip);
+
+/* vfork-style children (signal_chain.c, spawn.c): a child that shares the
+ * parent's memory writes nothing the parent reads. */
+bool ukp_in_vfork_child(void);
+/* Set in ukprobes' own spawn child (the TLS is its parent thread's). */
+extern __thread bool ukp_in_spawn_child __attribute__((tls_model("initial-exec")));
+/* Spawn children running now: quiesce.c cannot see where they are. */
+extern atomic_int ukp_spawn_children;
+
+/*
+ * UKP_INTERPOSER(fn) - @fn is the entry of a libc function that libukprobes
+ * replaces (sigaction, sigprocmask, posix_spawn, ...): the program's calls
+ * land there, so a probe on it by name must be possible.  Its first
+ * instruction is left out of libukprobes' blacklist (symbols.c); nothing on
+ * the trap path calls these entries.  @fn must be local or hidden, so that
+ * its address is this object's.
+ */
+#define UKP_INTERPOSER(fn)						\
+	static const void *const UKP_BL_CONCAT(_ukp_entry_, fn)		\
+	__attribute__((used, section("ukp_interposers"))) = (const void *)&fn
 
 /* Registration with the checks of one probe type (kprobes.c). */
 enum ukp_kind {
@@ -230,6 +262,11 @@ uintptr_t ukp_opt_redirect(uintptr_t ip);		/* trap-safe */
 uintptr_t ukp_opt_region_copy(uintptr_t ip);		/* trap-safe */
 bool ukp_opt_take_dead_point(struct ukp_point *pt);
 int ukp_read_original(uintptr_t addr, uint8_t *buf, size_t len);
+
+/* Breakpoints removed lately (retired.c): noted before removal, asked by
+ * the trap path about a SIGTRAP that finds no probe. */
+void ukp_bp_retired_note(uintptr_t addr);
+bool ukp_bp_retired(uintptr_t addr);
 
 /* Count a missed hit on every probe of @pt (trap path). */
 void ukp_inc_nmissed(struct ukp_point *pt);

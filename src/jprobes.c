@@ -37,7 +37,8 @@ int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	}
 	js = &ext->jp;
 	for (size_t i = 0; i < ARRAY_SIZE(js->stack); i++)
-		if (arch_safe_read_ulong(regs->sp + i * sizeof(long), &js->stack[i]))
+		if (arch_safe_read_ulong(kernel_stack_pointer(regs) + i * sizeof(long),
+					 &js->stack[i]))
 			js->stack[i] = 0;
 	js->regs = *regs;
 	if (kcb->uc)
@@ -50,7 +51,7 @@ int ukp_jprobe_pre_handler(struct kprobe *p, struct pt_regs *regs)
 	js->srcu = ukp_srcu_read_lock();
 	/* Stay "inside a handler" until jprobe_return(). */
 	ukp_handler_enter(kcb);
-	regs->ip = (unsigned long)jp->entry;
+	instruction_pointer_set(regs, (unsigned long)jp->entry);
 	return 1;
 }
 NOKPROBE_SYMBOL(ukp_jprobe_pre_handler);
@@ -66,7 +67,8 @@ bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp)
 	if (bp != (uintptr_t)jprobe_return || !js || !js->active)
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(js->stack); i++)
-		arch_safe_write_ulong(js->regs.sp + i * sizeof(long), js->stack[i]);
+		arch_safe_write_ulong(kernel_stack_pointer(&js->regs) + i * sizeof(long),
+				      js->stack[i]);
 	regs = js->regs;
 	arch_restore_fpargs(uc, js->fpargs);
 	js->active = false;
@@ -77,7 +79,7 @@ bool ukp_jprobe_return_trap(struct ukp_kcb *kcb, ucontext_t *uc, uintptr_t bp)
 		ukp_execute_insn(kcb, pt, uc, &regs);
 	} else {
 		/* Unregistered meanwhile: the original byte is back. */
-		regs.ip = js->addr;
+		instruction_pointer_set(&regs, js->addr);
 		arch_regs_to_uc(&regs, uc);
 	}
 	return true;

@@ -138,6 +138,10 @@ static int ukp_check_boundary(const struct ukp_symbol *fn, uintptr_t addr)
 {
 	size_t off = addr - fn->addr;
 
+#if UKP_ARCH_INSN_FIXED_LEN
+	/* Instructions of one length: a boundary is a multiple of it. */
+	return off % UKP_ARCH_INSN_FIXED_LEN ? -EILSEQ : 0;
+#endif
 	if (ukp_bcache.func != fn->addr || ukp_bcache.size != fn->size) {
 		uint8_t *code = malloc(fn->size);
 		uint8_t *map = calloc(fn->size, 1);
@@ -286,7 +290,7 @@ static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
 		return -EINVAL;
 	if (p->symbol_name) {
 		struct ukp_symbol s;
-		uint8_t entry[16];
+		uint8_t entry[UKP_ARCH_MAX_INSN + 1];
 
 		err = ukp_symbol_lookup(p->symbol_name, &s);
 		if (err)
@@ -460,7 +464,7 @@ static void ukp_free_new_points(struct ukp_pending *pd, int n)
 static int ukp_check_func_entry(uintptr_t addr, const struct ukp_symbol *fn,
 				bool have_fn)
 {
-	uint8_t entry[16];
+	uint8_t entry[UKP_ARCH_MAX_INSN + 1];
 	uintptr_t first;
 
 	if (!have_fn)
@@ -681,6 +685,8 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		}
 		any = true;
 		ukp_point_unlink(pt, p);
+		if (!pt->nprobes)	/* its int3 goes: a late trap is ours */
+			ukp_bp_retired_note(pt->addr);
 		changed |= ukp_point_update(pt);
 		if (!pt->nprobes) {
 			ukp_opt_forget(pt);

@@ -102,8 +102,10 @@ static int ukp_kretprobe_prepare(struct kretprobe *rp)
 	if (!pool)
 		return -ENOMEM;
 	pool->n = n;
-	pool->inst_size = (sizeof(struct kretprobe_instance) + rp->data_size + 15) & ~(size_t)15;
-	if (posix_memalign((void **)&pool->insts, 16, pool->inst_size * n)) {
+	/* Each instance's data[] as aligned as malloc()'s memory. */
+	pool->inst_size = (sizeof(struct kretprobe_instance) + rp->data_size +
+			   _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+	if (posix_memalign((void **)&pool->insts, _Alignof(max_align_t), pool->inst_size * n)) {
 		free(pool);
 		return -ENOMEM;
 	}

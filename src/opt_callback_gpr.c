@@ -5,10 +5,10 @@
  *
  * Built with -mgeneral-regs-only and without sanitizers: for probes whose
  * handlers use general registers only, the detour saves no vector state,
- * so nothing on this path may touch a vector register.  The callback and
- * the claim of a thread's record sit in section ukp_opt_text: a thread in
- * there may not have counted itself yet, so writers prove no thread is
- * (optprobes.c).
+ * so nothing on this path may touch a vector register.  The callback sits
+ * in section ukp_opt_text, with the claim of a thread's record
+ * (grace_gpr.c): a thread in there may not have counted itself yet, so
+ * writers prove no thread is (optprobes.c).
  */
 #include <errno.h>
 #include <sys/syscall.h>
@@ -17,27 +17,6 @@
 #include "internal.h"
 #include "optprobes.h"
 #include "trap.h"
-
-struct ukp_qs_rec *_Atomic ukp_qs_recs;
-
-#define UKP_OPT_TEXT __attribute__((section("ukp_opt_text"), noinline))
-
-UKP_OPT_TEXT struct ukp_qs_rec *ukp_qs_claim(void)
-{
-	struct ukp_qs_rec *recs = atomic_load_explicit(&ukp_qs_recs, memory_order_acquire);
-	int tid = (int)syscall(SYS_gettid);
-
-	if (!recs)
-		return NULL;
-	for (unsigned int i = 0; i < UKP_QS_MAX; i++) {
-		struct ukp_qs_rec *r = &recs[((unsigned int)tid + i) % UKP_QS_MAX];
-		int zero = 0;
-
-		if (atomic_compare_exchange_strong(&r->tid, &zero, tid))
-			return r;
-	}
-	return NULL;	/* full: this thread uses the shared counters */
-}
 
 /**
  * ukp_opt_callback() - called by a detour (opt_entry.S) with the registers
@@ -61,7 +40,7 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
 	if (unlikely(!ep))
 		ep = kcb->errno_ptr = &errno;
 	saved_errno = *ep;
-	regs->ip = pt->addr;
+	instruction_pointer_set(regs, pt->addr);
 	kcb->ret_tramp = ret_tramp;
 	if (kcb->depth || kcb->internal) {
 		if (!kcb->internal)
@@ -84,10 +63,4 @@ UKP_OPT_TEXT void ukp_opt_callback(struct ukp_point *pt, struct pt_regs *regs,
 	kcb->ret_tramp = 0;
 	*ep = saved_errno;
 	ukp_qs_exit(r, idx);
-}
-
-/* After fork(): this thread's record was cleared with all the others. */
-void ukp_opt_forget_thread_record(void)
-{
-	ukp_this_kcb()->qs = NULL;
 }

@@ -160,7 +160,9 @@ static void ukp_point_set_optflags(struct ukp_point *pt, bool optimized, bool ft
  * How many points with a detour (prepared or optimized) start in each page,
  * by a hash of the page (collisions only cost a search that finds
  * nothing): registering 10,000 probes then asks the point table about
- * 31 bytes before each only where a region may be.  ukp_kprobe_mutex.
+ * UKP_ARCH_MAX_REGION bytes before each only where a region may be.
+ * The buckets are 4 KiB of code whatever the page size: only a grain.
+ * ukp_kprobe_mutex.
  */
 #define OPT_PAGE_BUCKETS 4096u
 static atomic_uint ukp_opt_in_page[OPT_PAGE_BUCKETS];
@@ -498,7 +500,7 @@ static int ukp_opt_prepare(struct ukp_point *pt)
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
 	bool gpr = ukp_point_gpr_only(pt), prime = ukp_point_has_kretprobe(pt);
-	uint8_t quick[32];
+	uint8_t quick[UKP_ARCH_MAX_REGION];
 	const uint8_t *code;
 	size_t len = sizeof(quick);
 	int err = -EINVAL;
@@ -640,7 +642,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	for (size_t i = 0; rc.pts && i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-		if (op && !op->aop.single)
+		if (op && !arch_opt_single(&op->aop))
 			rc.pts[rc.n++] = batch[i];
 	}
 	if (!rc.pts || (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us,
@@ -651,7 +653,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 		for (size_t i = 0; i < n; i++) {
 			struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-			if (op && op->aop.single) {
+			if (op && arch_opt_single(&op->aop)) {
 				batch[k++] = batch[i];
 			} else {
 				batch[i]->opt_queued = true;
@@ -673,7 +675,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 
 		arch_optimize_stage2(batch[i], &op->aop);
 		atomic_store(&op->state, UKP_OPT_OPTIMIZED);
-		ukp_point_set_optflags(batch[i], true, op->aop.ftrace);
+		ukp_point_set_optflags(batch[i], true, arch_opt_patchable_entry(&op->aop));
 	}
 	ukp_sync_cores();
 	free(batch);

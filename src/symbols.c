@@ -48,7 +48,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "internal.h"
+#include "arch.h"
 #include "symbols.h"
 
 #define UKP_BL_SECTION		"_ukprobe_blacklist"
@@ -841,16 +842,54 @@ static int bl_push(struct blvec *b, uintptr_t start, uintptr_t end,
 	return 0;
 }
 
-/* libukprobes as a shared object: all of its code, trap path included. */
+/* The entries of the libc functions libukprobes replaces (UKP_INTERPOSER()
+ * in internal.h), collected by the linker. */
+extern const void *const __start_ukp_interposers[] __attribute__((weak, visibility("hidden")));
+extern const void *const __stop_ukp_interposers[] __attribute__((weak, visibility("hidden")));
+
+static int cmp_uintptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * libukprobes as a shared object: all of its code, trap path included,
+ * but for the first instruction of each replaced libc function (sigaction,
+ * sigprocmask, posix_spawn, ...): the program's calls land there, so a
+ * probe by that name goes there; nothing on the trap path calls them.
+ */
 static int bl_add_self(struct object *o, struct blvec *b)
 {
+	size_t n = __start_ukp_interposers ?
+		(size_t)(__stop_ukp_interposers - __start_ukp_interposers) : 0;
+	uintptr_t entry[n ? n : 1];
 	unsigned int i;
 	int err = 0;
 
-	for (i = 0; i < o->nsegs && !err; i++)
-		if (o->segs[i].exec)
-			err = bl_push(b, o->segs[i].start, o->segs[i].end,
-				      "ukprobes");
+	for (size_t k = 0; k < n; k++)
+		entry[k] = (uintptr_t)__start_ukp_interposers[k];
+	qsort(entry, n, sizeof(entry[0]), cmp_uintptr);
+	for (i = 0; i < o->nsegs && !err; i++) {
+		uintptr_t start = o->segs[i].start, end = o->segs[i].end;
+
+		if (!o->segs[i].exec)
+			continue;
+		for (size_t k = 0; k < n && !err; k++) {
+			uintptr_t e = entry[k];
+
+			if (e < start || e >= end)
+				continue;
+			/* The first real instruction, past an endbr64. */
+			e += arch_skip_func_entry((const uint8_t *)e, end - e < 16 ? end - e : 16);
+			if (entry[k] > start)
+				err = bl_push(b, start, entry[k], "ukprobes");
+			start = e + 1;
+		}
+		if (!err && start < end)
+			err = bl_push(b, start, end, "ukprobes");
+	}
 	return err;
 }
 
@@ -898,38 +937,38 @@ static int bl_add_section(struct object *o, struct blvec *b)
 }
 
 /*
- * The signal return trampoline, "mov $15,%rax; syscall" (rt_sigreturn).
- * It is local: only in a .symtab, which distributions strip from libc.
- * The kernel's signal delivery returns through it, so a probe there would
- * trap with every handler's return.
+ * The signal return trampoline (rt_sigreturn), by its name or, since it is
+ * local (only in a .symtab, which distributions strip from libc), by its
+ * code: the port says both (arch_sigreturn_trampoline()).  The kernel's
+ * signal delivery returns through it, so a probe there would trap with
+ * every handler's return.
  */
 static int bl_add_restore_rt(struct object *o, struct blvec *b)
 {
-	static const unsigned char code[] = {
-		0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05
-	};
-	const struct esym *s = image_find(o->img, "__restore_rt", NULL, false);
+	const struct arch_sigreturn *sr = arch_sigreturn_trampoline();
 	unsigned int i;
 
-	if (s)
-		return bl_push(b, o->bias + s->value,
-			       o->bias + s->value + (s->size ? s->size :
-						     sizeof(code)),
-			       "__restore_rt");
+	if (!sr)
+		return 0;	/* not in libc on this architecture (a vDSO) */
+	for (i = 0; sr->names[i]; i++) {
+		const struct esym *s = image_find(o->img, sr->names[i], NULL, false);
+
+		if (s)
+			return bl_push(b, o->bias + s->value,
+				       o->bias + s->value + (s->size ? s->size : sr->len),
+				       sr->names[i]);
+	}
 	for (i = 0; i < o->nsegs; i++) {
 		const struct seg *g = &o->segs[i];
 		const unsigned char *p;
 
 		if (!g->exec)
 			continue;
-		p = memmem((const void *)g->start, g->end - g->start, code,
-			   sizeof(code));
+		p = memmem((const void *)g->start, g->end - g->start, sr->code, sr->len);
 		if (p)
-			return bl_push(b, (uintptr_t)p,
-				       (uintptr_t)p + sizeof(code),
-				       "__restore_rt");
+			return bl_push(b, (uintptr_t)p, (uintptr_t)p + sr->len, sr->names[0]);
 	}
-	pr_warn("__restore_rt not found in %s\n", o->img->path);
+	pr_warn("%s not found in %s\n", sr->names[0], o->img->path);
 	return 0;
 }
 
@@ -1324,17 +1363,6 @@ static int ifunc_prepare(struct ifunc_req *r, const struct object *o,
 	return 0;
 }
 
-/*
- * Call the resolver as the dynamic linker does on x86-64 (no arguments),
- * for the IFUNCs that dlsym() cannot see.
- */
-static uintptr_t ifunc_call_resolver(uintptr_t resolver)
-{
-	void *(*fn)(void) = (void *(*)(void))resolver;
-
-	return (uintptr_t)fn();
-}
-
 /* The implementation chosen for @r; 0 if the object went away. */
 static uintptr_t ifunc_resolve(const struct ifunc_req *r)
 {
@@ -1351,7 +1379,7 @@ static uintptr_t ifunc_resolve(const struct ifunc_req *r)
 		impl = (uintptr_t)(r->version ? dlvsym(h, r->name, r->version) :
 						dlsym(h, r->name));
 	if (!impl)
-		impl = ifunc_call_resolver(r->resolver);
+		impl = arch_call_ifunc_resolver(r->resolver);
 	dlclose(h);
 	dlerror();
 	return impl;

@@ -69,7 +69,7 @@ static int ukp_call_handler(struct ukp_kcb *kcb, struct kprobe *p,
 NOKPROBE_SYMBOL(ukp_call_handler);
 
 /* Pre handlers of every enabled probe at @pt; non-zero when one asks to
- * resume at regs->ip without executing the instruction (as the kernel's
+ * resume at instruction_pointer(regs) without executing the instruction (as the kernel's
  * aggr_pre_handler stops at the first that returns non-zero). */
 int ukp_run_pre_handlers(struct ukp_kcb *kcb, struct ukp_point *pt,
 			 struct pt_regs *regs)
@@ -123,7 +123,7 @@ void ukp_execute_insn(struct ukp_kcb *kcb, struct ukp_point *pt, ucontext_t *uc,
 	/* Being optimized: the region must not be entered past its first
 	 * byte any more, so the detour's copy runs it. */
 	if (!need_post && (detour = ukp_opt_resume_ip(pt))) {
-		regs->ip = detour;
+		instruction_pointer_set(regs, detour);
 		arch_regs_to_uc(regs, uc);
 		return;
 	}
@@ -183,7 +183,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	int redirect;
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = bp;
+	instruction_pointer_set(&regs, bp);
 
 	if (kcb->depth || kcb->internal) {
 		/* Reentered from a handler: run no handlers, count the miss,
@@ -192,10 +192,11 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 		 * runs no handler and misses nothing. */
 		if (!kcb->internal)
 			ukp_inc_nmissed(pt);
-		if (!(regs.ip = ukp_opt_resume_ip(pt))) {
-			regs.ip = bp;
+		uintptr_t detour = ukp_opt_resume_ip(pt);
+
+		instruction_pointer_set(&regs, detour ? detour : bp);
+		if (!detour)
 			arch_execute(pt, &regs, false, &step_trap, &copy);
-		}
 		arch_regs_to_uc(&regs, uc);
 		return;
 	}
@@ -208,7 +209,7 @@ static void ukp_kprobe_hit(struct ukp_kcb *kcb, struct ukp_point *pt,
 	redirect = ukp_run_pre_handlers(kcb, pt, &regs);
 	kcb->uc = NULL;
 	if (redirect) {
-		arch_regs_to_uc(&regs, uc);	/* resume at regs.ip */
+		arch_regs_to_uc(&regs, uc);	/* resume at its ip */
 		return;
 	}
 	ukp_execute_insn(kcb, pt, uc, &regs);
@@ -275,9 +276,11 @@ static void ukp_sigtrap(int sig, siginfo_t *info, void *ucv)
 		arch_regs_from_uc(&regs, uc);
 		arch_step_done(si, &regs);
 		arch_regs_to_uc(&regs, uc);
-	} else if (!arch_breakpoint_at(bp)) {
+	} else if (ukp_bp_retired(bp) && !arch_breakpoint_at(bp)) {
 		/* The probe was removed after this thread hit it: execute
-		 * the restored instruction. */
+		 * the restored instruction.  (Not for any trap without an
+		 * int3 behind it: a debugger's, or an "int $3", is the
+		 * program's, as it is.) */
 		arch_uc_set_ip(uc, bp);
 	} else {
 		ours = false;
@@ -314,7 +317,7 @@ NOKPROBE_SYMBOL(ukp_try_fault_handlers);
  * The probed instruction faulted while running out of line (copy at
  * @copy_ip, original at @addr).  The probe's fault_handler may take it;
  * otherwise the program sees the fault at the original address, as the
- * kernel resets regs->ip to the probe address.
+ * kernel resets the instruction pointer to the probe address.
  */
 static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 			   uintptr_t addr, siginfo_t *info, ucontext_t *uc)
@@ -328,7 +331,7 @@ static bool ukp_insn_fault(struct ukp_kcb *kcb, struct ukp_point *pt,
 		info->si_addr = (void *)(addr + ((uintptr_t)info->si_addr - copy));
 
 	arch_regs_from_uc(&regs, uc);
-	regs.ip = addr;
+	instruction_pointer_set(&regs, addr);
 	if (pt && !kcb->depth &&
 	    (atomic_load_explicit(&pt->flags, memory_order_relaxed) & UKP_PT_HAS_FAULT) &&
 	    ukp_try_fault_handlers(kcb, pt, &regs, arch_uc_trapnr(uc))) {
@@ -388,6 +391,7 @@ static void ukp_sigfault(int sig, siginfo_t *info, void *ucv)
 			goto handled;
 	}
 	ukp_srcu_read_unlock(idx);
+	ukp_signals_fault_check(ip);
 	errno = saved_errno;
 	ukp_chain_signal(sig, info, uc);
 	return;
@@ -410,7 +414,7 @@ int ukp_trap_install(void)
 	int err;
 
 	if (installed)
-		return 0;
+		return ukp_signals_verify(false);
 	sigfillset(&mask);
 	sigdelset(&mask, SIGTRAP);
 	for (size_t i = 0; i < ARRAY_SIZE(ukp_fault_signals); i++)
@@ -431,8 +435,10 @@ int ukp_trap_install(void)
 			ukp_signal_give_back(SIGTRAP);
 		}
 	}
-	if (!err)
+	if (!err) {
 		installed = true;
+		ukp_signals_verify(true);
+	}
 	return err;
 }
 

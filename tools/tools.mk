@@ -19,7 +19,7 @@
 UKP_TOOL_DIR    := tools/ukprobe
 UKP_TOOL_OBJDIR := $(B)/tools/ukprobe
 UKP_TOOL_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden \
-                   -Iinclude -I$(UKP_TOOL_DIR) $(CFLAGS) \
+                   $(UKP_INC) -I$(UKP_TOOL_DIR) $(CFLAGS) \
                    -DUKPROBE_VERSION='"$(VERSION)"' -DUKPROBE_LIBDIR='"$(LIBDIR)"'
 UKP_TOOL_HDRS   := $(wildcard $(UKP_TOOL_DIR)/*.h) include/ukprobes.h
 
@@ -82,7 +82,7 @@ $(B)/tests/tool-progs/lib%.so: tests/tool/progs/lib%.c
 
 $(B)/tests/tool-progs/%: tests/tool/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread -ldl
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(UKP_INC) -O1 -g -o $@ $< -lpthread -ldl
 
 # The same program without its symbol table, for the OBJ:0xOFFSET form.
 $(B)/tests/tool-progs/stripped-calls: $(B)/tests/tool-progs/calls
@@ -95,11 +95,11 @@ $(B)/tests/tool-progs/static-printenv: tests/tool/progs/printenv.c
 
 $(B)/tests/tool/%: tests/tool/%.c $(UKP_TPROGS) $(B)/tests/tool-progs/stripped-calls \
                    $(B)/tests/tool-progs/static-printenv \
-                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT)
+                   $(UKP_TOOL) $(UKP_AGENT) $(UKP_AUDIT) $(TEST_HARNESS_OBJ) $(TEST_HARNESS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) \
+	$(CC) -std=gnu11 $(WARN) -D_GNU_SOURCE -O1 -g $(SANFLAGS) $(TEST_HARNESS_CFLAGS) \
 	      -DUKP_BUILD_DIR='"$(abspath $(B))"' -DUKP_SRC_DIR='"$(abspath .)"' \
-	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< -lcriterion
+	      $(if $(SANFLAGS),-DUKP_SAN=1) -o $@ $< $(TEST_HARNESS_LIBS)
 
 tool-tests: tool $(UKP_TPROGS) $(UKP_TTESTS)
 

@@ -1,13 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arch.h - what an architecture back end provides to the generic core, as
- * the kernel's arch_prepare_kprobe()/arch_arm_kprobe() hooks do.
+ * the kernel's arch_prepare_kprobe()/arch_arm_kprobe() hooks do.  Generic
+ * code reaches an architecture only through this file, the port's
+ * constants header and the public register accessors.
  *
- * A back end lives in src/arch/<uname -m>/ and defines, in arch_insn.h,
- * struct arch_insn (per-point state), UKP_ARCH_SLOT_SIZE and
- * UKP_ARCH_MAX_INSN.  Functions marked "trap path" run in signal context:
- * no lock, no allocation, no libc call that is not async-signal-safe.
- * A back end not ported yet returns -EOPNOTSUPP from arch_prepare_kprobe().
+ * A port to ARCH (uname -m) is these files, and only they know its
+ * instruction set, registers and ABI:
+ *   src/arch/ARCH/arch.mk        ARCH_SRCS, ARCH_ASMS, ARCH_LIBS,
+ *                                ARCH_GPR_CFLAGS, ARCH_OPTPROBES (y when it
+ *                                implements the jump-optimization hooks
+ *                                below; else src/optprobes_none.c is built)
+ *   src/arch/ARCH/arch_insn.h    constants and per-point state:
+ *       struct arch_insn          per probe point (the kernel's
+ *                                 arch_specific_insn), opaque to the core
+ *       struct arch_optinsn       a detour (ARCH_OPTPROBES only), opaque
+ *       UKP_ARCH_MAX_INSN         longest instruction, bytes
+ *       UKP_ARCH_INSN_FIXED_LEN   every instruction's length, 0 if variable
+ *       UKP_ARCH_SLOT_SIZE        an out-of-line slot, bytes
+ *       UKP_ARCH_MAX_PATCH        most bytes a probe changes at its address
+ *       UKP_ARCH_MAX_REGION       an optimized region is shorter than this
+ *       UKP_ARCH_PAGE_SIZE        the page size of the mappings we make
+ *       UKP_ARCH_STACK_ALIGN      the stack pointer's alignment at a call
+ *       UKP_ARCH_FPARGS_SIZE      the vector argument registers a jprobe saves
+ *   src/arch/ARCH/arch_libc.h    glibc's symbol versions for the interposed
+ *                                functions (UKP_GLIBC_BASE, ...), and
+ *   src/arch/ARCH/libc.map       their version nodes
+ *   include/arch/ARCH/ukprobes/asm/ptrace.h
+ *                                struct pt_regs, kprobe_opcode_t and the
+ *                                kernel's accessors (instruction_pointer(),
+ *                                kernel_stack_pointer(), regs_return_value(),
+ *                                regs_get_kernel_argument(), ...): generic
+ *                                code never names a register field
+ *   tests/arch/ARCH/NAME.S       the code tests/scenario/NAME.c probes
+ *
+ * Functions marked "trap path" run in signal context: no lock, no
+ * allocation, no libc call that is not async-signal-safe.
  */
 #ifndef UKP_ARCH_H
 #define UKP_ARCH_H
@@ -23,9 +51,34 @@
 #include "arch_insn.h"
 
 struct ukp_point;
+struct ukp_slot_info;
 
 /** arch_init() - once, before the first probe (ukp_kprobe_mutex held). */
 void arch_init(void);
+
+/* ---- what the core must know of libc on this architecture -------------- */
+
+/*
+ * The code a signal handler returns through (rt_sigreturn): blacklisted,
+ * since every handler's return would trap there.  @names: its symbols in
+ * libc (NULL-terminated, the first is used in messages); @code/@len: its
+ * bytes, to find it where libc's .symtab is stripped.  NULL where libc has
+ * none (the kernel's vDSO provides it).
+ */
+struct arch_sigreturn {
+	const char *const *names;
+	const unsigned char *code;
+	size_t len;
+};
+const struct arch_sigreturn *arch_sigreturn_trampoline(void);
+
+/**
+ * arch_call_ifunc_resolver() - call an STT_GNU_IFUNC resolver with the
+ * arguments this architecture's dynamic linker passes it (none on x86-64;
+ * the hardware capabilities on aarch64, powerpc...), and return the
+ * implementation it chose.
+ */
+uintptr_t arch_call_ifunc_resolver(uintptr_t resolver);
 
 /* ---- preparing and arming (ukp_kprobe_mutex held) ---------------------- */
 
@@ -175,6 +228,13 @@ void arch_opt_batch_done(void);
 void arch_release_optimized(struct arch_optinsn *op, bool used);
 /** Bytes of code the jump covers (a probe inside them conflicts). */
 size_t arch_opt_region_len(const struct arch_optinsn *op);
+/** arch_opt_single() - the region is the probed instruction alone: no
+ *  thread can be inside it past its first byte, so patching it needs no
+ *  proof of where threads are. */
+bool arch_opt_single(const struct arch_optinsn *op);
+/** arch_opt_patchable_entry() - the region is a patchable function entry's
+ *  nop (-fpatchable-function-entry, -mnop-mcount): listed [FTRACE]. */
+bool arch_opt_patchable_entry(const struct arch_optinsn *op);
 /** Where a breakpoint hit on a prepared probe resumes (trap path). */
 uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op);
 /** The detour's memory, for quiescence checks. */

@@ -29,7 +29,7 @@
  * A second test does the same for crc32_z() and adler32_z() with a small
  * workload of odd lengths and alignments.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -1191,7 +1191,7 @@ static void print_zlib_reference(void)
 	result_free(&r);
 }
 
-Test(zlib_every_insn, deflate_inflate, .timeout = 300)
+Test(zlib_every_insn, deflate_inflate, .timeout = 400)
 {
 	static const char *const names[] = { "deflate", "inflate" };
 
@@ -1257,7 +1257,7 @@ static void checksum_workload(struct result *r)
 	cr_assert_eq(d, d1, "running adler32 %08lx, one-shot %08lx", d, d1);
 }
 
-Test(zlib_every_insn, crc32_adler32, .timeout = 300)
+Test(zlib_every_insn, crc32_adler32, .timeout = 400)
 {
 	static const char *const names[] = { "crc32_z", "adler32_z" };
 

@@ -51,7 +51,7 @@
  *
  * AF_LIST=1 in the environment prints every injected failure's call stack.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -355,6 +355,10 @@ extern char af_t1[], af_t1_2[], af_t2[], af_t3[], af_t3_2[], af_ret[], af_ret2[]
 	af_jpf[], af_next[], af_fork[], af_opt[], af_opt_2[], af_opt1[], af_black[], af_warm[],
 	af_uffd[], af_uffd_load[];
 NOKPROBE_SYMBOL(af_black);
+/* The architecture's breakpoint, and the first byte of an optimized
+ * probe's jump (tests/arch/ARCH/alloc_fail.S). */
+extern const unsigned char af_arch_brk[], af_arch_jump[];
+extern const unsigned int af_arch_brk_len;
 
 #define F(sym) ((fn1_t)(void *)(sym))
 static fn1_t volatile f_t1 = F(af_t1), f_t2 = F(af_t2), f_t3 = F(af_t3),
@@ -1412,7 +1416,9 @@ static void af_expect_code_state(int line, bool armed)
 			if (opt || !af_code_pristine(c, 8))
 				af_bad(line, "disarmed probe %d: code 0x%02x, listed %s", i,
 				       c[0], l);
-		} else if (opt ? c[0] != 0xe9 : (c[0] != 0xcc || !af_code_pristine(c + 1, 7))) {
+		} else if (opt ? c[0] != af_arch_jump[0] :
+			   (memcmp(c, af_arch_brk, af_arch_brk_len) ||
+			    !af_code_pristine(c + af_arch_brk_len, 8 - af_arch_brk_len))) {
 			af_bad(line, "probe %d: code 0x%02x, listed %s", i, c[0], l);
 		}
 	}
@@ -1813,8 +1819,9 @@ static void af_check_uffd(int ret)
 	if (!af_uffd_released) {
 		const char *l = af_line_of(af_uffd, 'k');
 
-		AF_EXPECT(!af_line_has(l, "[OPTIMIZED]") && c[0] == 0xcc &&
-			  af_code_pristine(c + 1, 9),
+		AF_EXPECT(!af_line_has(l, "[OPTIMIZED]") &&
+			  !memcmp(c, af_arch_brk, af_arch_brk_len) &&
+			  af_code_pristine(c + af_arch_brk_len, 10 - af_arch_brk_len),
 			  "optimized while a thread is inside (code 0x%02x, listed %s)", c[0], l);
 		af_uffd_release();
 	}

@@ -5,7 +5,7 @@
  * several probes on one address, enable/disable, the global switch, the
  * listing, reentry (nmissed), endbr64 at function entry, code restored.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>

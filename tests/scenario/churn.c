@@ -9,7 +9,7 @@
  * moves over every instruction of the function, with and without a post
  * handler (single-step or boost); the kretprobe is on its entry.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

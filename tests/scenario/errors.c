@@ -5,7 +5,7 @@
  * dispositions (as the program and as the kernel see them), /proc/self/maps,
  * the list of probes.  A failed batch leaves nothing registered.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>

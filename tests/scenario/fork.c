@@ -4,7 +4,7 @@
  * them without touching the parent (its own /proc/self/mem), and its grace
  * periods do not wait for threads or handlers that stayed in the parent.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>

@@ -5,7 +5,7 @@
  * listed as GONE, refused by enable_kprobe(), unregistered cleanly; and a
  * new probe can go on the object when it is loaded again.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

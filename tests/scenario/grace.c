@@ -12,7 +12,7 @@
  *   - detour: the thread is stopped inside an optimized probe's detour when
  *     the probe is removed and its memory could be reused.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>

@@ -10,7 +10,7 @@
  * The handlers clobber the vector registers (memset of a page) to check that
  * the program's SSE/AVX state survives a hit.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  *   - threads, enable/disable, unregister while an entry function runs;
  *   - the listing shows 'j'.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

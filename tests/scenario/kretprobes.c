@@ -19,7 +19,7 @@
  *
  * Handlers never assert: they count errors, the test checks the counts.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>

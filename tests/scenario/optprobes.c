@@ -31,7 +31,7 @@
  *   while it is optimized, and a probe on every instruction of zlib's
  *   deflate().
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -7,17 +7,25 @@
  * original address).  Faults inside handlers can be handled by the
  * fault_handler.  The program's own int3 still reaches its SIGTRAP handler.
  * Handlers installed before or after registration, with sigaction() or
- * signal(), are all called.
+ * signal(), are all called.  So are handlers installed behind ukprobes'
+ * back with the bare system call: before registration they are chained,
+ * after it the next registration notices, takes its signal back, chains
+ * them and says so; a fault that follows a hit that went to such a handler
+ * says so on standard error.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <ukprobes.h>
 #include "scn_util.h"
@@ -27,6 +35,8 @@ extern char scn_sig_div[], scn_sig_div_at[], scn_sig_div_next[];
 extern char scn_sig_ud2[], scn_sig_ud2_at[], scn_sig_ud2_next[];
 extern char scn_sig_int3[], scn_sig_int3_at[], scn_sig_int3_next[];
 extern char scn_sig_other[], scn_sig_other_1[];
+extern char scn_sig_mov6[], scn_sig_mov6_at[];
+extern char scn_sig_int3b[], scn_sig_int3b_next[];
 
 static long (*volatile load)(long *) = (long (*)(long *))scn_sig_load;
 static unsigned long (*volatile divide)(unsigned long, unsigned long) =
@@ -34,6 +44,8 @@ static unsigned long (*volatile divide)(unsigned long, unsigned long) =
 static long (*volatile ud2fn)(void) = (long (*)(void))scn_sig_ud2;
 static long (*volatile int3fn)(void) = (long (*)(void))scn_sig_int3;
 static long (*volatile other)(long) = (long (*)(long))scn_sig_other;
+static long (*volatile mov6)(void) = (long (*)(void))scn_sig_mov6;
+static long (*volatile int3b)(void) = (long (*)(void))scn_sig_int3b;
 
 /* --------------------------------------------------------------------- */
 /* The program's handler                                                 */
@@ -760,4 +772,189 @@ Test(signals, async_signal_handler_hits_probe, .timeout = 30)
 	cr_expect_eq(pre_hits + (long)kp.nmissed, total,
 		     "pre %d + nmissed %lu != %ld calls", pre_hits, kp.nmissed, total);
 	cr_expect_eq(post_hits, pre_hits, "post %d != pre %d", post_hits, pre_hits);
+}
+
+/* --------------------------------------------------------------------- */
+/* Handlers installed with the bare system call                          */
+/* --------------------------------------------------------------------- */
+
+/* The program's handler, installed as libc would but not through it. */
+extern void scn_restore_rt(void) __asm__("scn_sig_restore_rt");
+__asm__(".text\n"
+	"scn_sig_restore_rt:\n"
+	"	mov $15, %rax\n"	/* rt_sigreturn */
+	"	syscall\n");
+
+static void raw_install(int sig)
+{
+	struct scn_ksigaction k = {
+		.handler = (unsigned long)prog_handler,
+		.flags = SA_SIGINFO | 0x04000000 /* SA_RESTORER */,
+		.restorer = (unsigned long)scn_restore_rt,
+	};
+
+	cr_assert_eq(syscall(SYS_rt_sigaction, sig, &k, NULL, 8), 0);
+}
+
+static char logbuf[4096];
+static size_t loglen;
+
+static int capture_print(enum ukprobes_print_level level, const char *fmt, va_list ap)
+{
+	int n = vsnprintf(logbuf + loglen, sizeof(logbuf) - loglen, fmt, ap);
+
+	if (n > 0)
+		loglen = loglen + (size_t)n < sizeof(logbuf) ? loglen + (size_t)n : sizeof(logbuf) - 1;
+	return n;
+}
+
+/* Before registration: taken over and chained, like a sigaction() one. */
+Test(signals, own_sigtrap_handler_raw_before_register, .timeout = 30)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_sig_other_1, .pre_handler = s_pre };
+
+	raw_install(SIGTRAP);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	reset_seen();
+	cr_expect_eq(other(1), 2);
+	cr_expect_eq(pre_hits, 1);
+	cr_expect_eq(seen.count, 0);
+	cr_expect_eq(int3fn(), 5);
+	cr_expect_eq(seen.count, 1);
+	cr_expect_eq(seen.rip, (unsigned long)scn_sig_int3_next);
+	unregister_kprobe(&kp);
+}
+
+/*
+ * After registration, the bare system call replaces ukprobes' handler:
+ * the next registration takes it back (the program's handler chained),
+ * logs one line, and succeeds.  Without that, every hit of the first
+ * probe went to the program's handler and resumed inside the instruction.
+ */
+static void replaced_after_register(int sig)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_sig_other_1, .pre_handler = s_pre };
+	struct kprobe kp2 = { .addr = (kprobe_opcode_t *)scn_sig_load_at, .pre_handler = s_pre,
+			      .post_handler = s_post };
+	ukprobes_print_fn_t old_print;
+	long r = 0, bad[2] = { 0, 0 };
+
+	cr_assert_eq(register_kprobe(&kp), 0);
+	raw_install(sig);
+	old_print = ukprobes_set_print(capture_print);
+	cr_assert_eq(register_kprobe(&kp2), 0);
+	ukprobes_set_print(old_print);
+	cr_expect(strstr(logbuf, sigabbrev_np(sig)) && strstr(logbuf, "taken back"),
+		  "no word of it: \"%s\"", logbuf);
+	reset_seen();
+	reset_probe_counts();
+	for (long i = 0; i < 10; i++)
+		if (other(i) != i + 1)
+			bad[0]++;
+	cr_expect_eq(bad[0], 0);
+	cr_expect_eq(pre_hits, 10, "%d hits of 10", pre_hits);
+	cr_expect_eq(seen.count, 0, "the program's handler saw %d probe hits", seen.count);
+	if (sig == SIGTRAP) {
+		cr_expect_eq(int3fn(), 5);
+		cr_expect_eq(seen.count, 1, "the program's own int3 did not reach it");
+	} else {
+		/* A fault of the probed (single-stepped) load reaches the
+		 * program's new handler at the original address. */
+		resume_at = 0;
+		cr_expect_eq(try_load(NULL, &r), 1);
+		cr_expect_eq(seen.count, 1);
+		cr_expect_eq(seen.rip, (unsigned long)scn_sig_load_at);
+		bad[1] = try_load((long[3]){ 1, 2, 3 }, &r) || r != 3;
+		cr_expect_eq(bad[1], 0);
+	}
+	unregister_kprobe(&kp);
+	unregister_kprobe(&kp2);
+}
+
+Test(signals, sigtrap_handler_replaced_raw_after_register, .timeout = 30)
+{
+	replaced_after_register(SIGTRAP);
+}
+
+Test(signals, sigsegv_handler_replaced_raw_after_register, .timeout = 30)
+{
+	replaced_after_register(SIGSEGV);
+}
+
+/*
+ * SIGTRAP replaced behind ukprobes' back, and no registration since: the
+ * hit goes to the program's handler, which returns into the probed
+ * instruction.  Where that faults at once (here the mov's second byte,
+ * 0x06, is invalid), ukprobes says so on standard error, takes SIGTRAP
+ * back, and the fault reaches the program; the next hit works.
+ */
+Test(signals, sigtrap_replaced_raw_fault_inside_probed_insn, .timeout = 30)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_sig_mov6_at, .pre_handler = s_pre };
+	char errbuf[1024] = { 0 };
+	int pipefd[2], saved_err;
+	long r = 0;
+
+	install(SIGILL);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	cr_expect_eq(mov6(), 6);
+	cr_expect_eq(pre_hits, 1);
+	raw_install(SIGTRAP);
+	cr_assert_eq(pipe(pipefd), 0);
+	saved_err = dup(2);
+	dup2(pipefd[1], 2);
+	reset_seen();
+	resume_at = 0;
+	if (!sigsetjmp(jb, 1))
+		r = mov6();
+	dup2(saved_err, 2);
+	close(pipefd[1]);
+	cr_expect_gt(read(pipefd[0], errbuf, sizeof(errbuf) - 1), 0);
+	cr_expect(strstr(errbuf, "ukprobes: SIGTRAP was taken from ukprobes"), "stderr: \"%s\"",
+		  errbuf);
+	cr_expect_eq(seen.count, 2, "handler runs: %d (the stray trap, then the fault)",
+		     seen.count);
+	cr_expect_eq(seen.signo, SIGILL);
+	cr_expect_eq(seen.rip, (unsigned long)scn_sig_mov6_at + 1);
+	/* SIGTRAP is ukprobes' again. */
+	reset_seen();
+	reset_probe_counts();
+	r = mov6();
+	cr_expect_eq(r, 6);
+	cr_expect_eq(pre_hits, 1);
+	cr_expect_eq(seen.count, 0);
+	unregister_kprobe(&kp);
+}
+
+/*
+ * A SIGTRAP that ukprobes did not cause and that has no int3 behind it
+ * (the program's "int $3", cd 03; or a debugger passing on its own trap,
+ * the pc already moved back) goes to the program as it is: never "backed
+ * up over a removed probe", which ran the middle of an instruction.
+ */
+extern int scn_foreign_uprobe_fd;	/* tests/support/foreign_uprobe.c */
+
+Test(signals, own_two_byte_int3_reaches_handler_unchanged, .timeout = 30)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)scn_sig_other_1, .pre_handler = s_pre };
+
+	/* The kernel's uprobes code backs "int $3" up itself (handle_swbp():
+	 * no int3 at ip - 1 is taken for a removed uprobe): without
+	 * ukprobes, this program dies of SIGSEGV beside any Linux uprobe. */
+	if (scn_foreign_uprobe_fd >= 0)
+		cr_skip_test("a Linux uprobe is in the process: the kernel backs int $3 up");
+	install(SIGTRAP);
+	cr_assert_eq(register_kprobe(&kp), 0);
+	reset_seen();
+	for (int i = 0; i < 5; i++)
+		cr_expect_eq(int3b(), 5);
+	cr_expect_eq(seen.count, 5);
+	cr_expect_eq(seen.rip, (unsigned long)scn_sig_int3b_next);
+	cr_expect_eq(other(1), 2);
+	unregister_kprobe(&kp);
+	/* Removed: a trap there now is not a late hit of ours either. */
+	reset_seen();
+	cr_expect_eq(int3b(), 5);
+	cr_expect_eq(seen.count, 1);
+	cr_expect_eq(seen.rip, (unsigned long)scn_sig_int3b_next);
 }

@@ -12,7 +12,7 @@
  *     probe's handlers (the struct may be destroyed at once);
  *   - reentry on several threads at once is per thread.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

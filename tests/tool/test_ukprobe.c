@@ -9,7 +9,7 @@
  * and exit status against an untraced run, the event counts where they are
  * known, and the summaries.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -519,6 +519,118 @@ Test(ukprobe, exec_spawn_system_follow)
 	r = sh("env | grep -v '^_=' | sort > $T/e1; $U trace -e 'p:calls:target' -- env "
 	       "| grep -v '^_=' | sort > $T/e2; diff $T/e1 $T/e2");
 	cr_assert_eq(r.status, 0, "%s", r.out);
+}
+
+/*
+ * A probe on execve hits in the children of posix_spawn() (make starts its
+ * recipes so), system() and popen(), which run in the parent's memory
+ * until they exec: each child execs as without the probe, and the hits are
+ * the parent's.
+ */
+Test(ukprobe, execve_probe_in_spawned_children)
+{
+	struct res r;
+
+	r = sh("printf 'all: a b c\\na:\\n\\t@/bin/true\\nb:\\n\\t@echo b >/dev/null\\n"
+	       "c:\\n\\t@/bin/true c\\n' > $T/Makefile; command -v make");
+	if (r.status)
+		cr_skip_test("make is not installed");
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 3, "%s", r.err);
+	/* glibc's spawn munmaps the child's stack with every signal blocked:
+	 * a probe there killed make itself. */
+	r = sh("$U trace -c -e 'p:libc.so.6:munmap' -- make -s -f $T/Makefile");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker spawn /bin/true");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=0\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	r = sh("$U trace -c -e 'p:libc.so.6:execve' -- $P/forker system 'exit 3'");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "child status=768\n"), "%s", r.out);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+	/* With --follow-fork the children are traced too. */
+	r = sh("$U trace -F -c -e 'p:libc.so.6:execve' -e 'p:calls:target' -- "
+	       "$P/forker spawn $P/calls count 5");
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_calls_target_0"), 5, "%s", r.err);
+	cr_assert_eq(count_value(r.err, "p_libc_so_6_execve_0"), 1, "%s", r.err);
+}
+
+/*
+ * The functions libukprobes replaces (preloaded before libc): a probe by
+ * their name is on the replacement the program calls; one on libc's own
+ * fires where libukprobes has libc do the work (libc's sigprocmask() calls
+ * its pthread_sigmask(), its signal() its sigaction(), as without us).
+ */
+Test(ukprobe, probes_on_replaced_signal_functions)
+{
+	struct res r = sh("$U trace -c -e 'p sigprocmask' -e 'p pthread_sigmask' -e 'p signal' "
+			  "-e 'p sigaction' -e 'p:libc.so.6:sigprocmask' "
+			  "-e 'p:libc.so.6:pthread_sigmask' -e 'p:libc.so.6:sigaction' -- $P/sigcalls");
+
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.out, "done\n");
+	cr_expect_eq(count_value(r.err, "p_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_pthread_sigmask_0"), 6, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_signal_0"), 7, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_sigaction_0"), 8, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigprocmask_0"), 5, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_pthread_sigmask_0"), 11, "%s", r.err);
+	cr_expect_eq(count_value(r.err, "p_libc_so_6_sigaction_0"), 15, "%s", r.err);
+}
+
+/*
+ * A program with its own SIGTRAP handler, using libukprobes through
+ * dlopen() (libukprobes then interposes none of its calls): a handler
+ * installed before is chained; one installed after the registration, with
+ * libc's sigaction() or the bare system call, is noticed at the next
+ * registration, chained, and said; the probes keep working and the
+ * program's own int3 reaches its handler.
+ */
+Test(ukprobe, own_sigtrap_handler_with_libukprobes_dlopened)
+{
+	static const char *const modes[] = { "libc-before", "raw-before", "libc-after",
+					     "raw-after" };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		struct res r = sh("$P/trapowner %s/libukprobes.so %s", UKP_BUILD_DIR, modes[i]);
+
+		cr_expect_eq(r.status, 0, "%s: %s%s", modes[i], r.out, r.err);
+		cr_expect(strstr(r.out, "hits=10 traps=1 sum=145\n"), "%s: %s", modes[i], r.out);
+		cr_expect(strstr(r.out, "log: ukprobes: loaded after libc"), "%s: %s", modes[i],
+			  r.out);
+		if (strstr(modes[i], "after"))
+			cr_expect(strstr(r.out, "SIGTRAP handler was replaced") &&
+				  strstr(r.out, "taken back"), "%s: %s", modes[i], r.out);
+	}
+}
+
+/*
+ * Under gdb: the probe hits are SIGTRAPs gdb must pass on, and gdb passes
+ * either none ("handle SIGTRAP nopass", the default: the program cannot go
+ * on) or all, its own too ("pass": its breakpoint on the dynamic linker
+ * kills any program before main).  tools/gdb/ukprobes.py's commands pass
+ * on those of an int3 gdb did not put there: the program runs as without
+ * gdb, stopping at a gdb breakpoint in its own SIGTRAP handler, and the
+ * library has said it
+ * is traced.
+ */
+Test(ukprobe, under_gdb_with_its_helper)
+{
+	struct res r = sh("command -v gdb");
+
+	if (r.status)
+		cr_skip_test("gdb is not installed");
+	r = sh("gdb -batch -nx -x %s/tools/gdb/ukprobes.py "
+	       "-ex 'set environment LD_PRELOAD %s/libukprobes.so' -ex 'break on_trap' "
+	       "-ex ukprobes-run -ex delete -ex ukprobes-continue "
+	       "--args $P/trapowner %s/libukprobes.so preloaded",
+	       UKP_SRC_DIR, UKP_BUILD_DIR, UKP_BUILD_DIR);
+	cr_expect(strstr(r.out, "Breakpoint 1, on_trap"), "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "hits=10 traps=1 sum=145\n"), "%s%s", r.out, r.err);
+	cr_expect(strstr(r.out, "log: ukprobes: traced by pid"), "%s", r.out);
 }
 
 Test(ukprobe, program_with_its_own_sigsegv_handler)

@@ -5,7 +5,7 @@
  * that IBT or the shadow stack is on, and that this machine's answer
  * agrees with its own status file.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * kernel's b<width>@<bit-offset>/<container-bits>), symbols, and bad
  * pointers, which give -EFAULT and "(fault)" and never a crash.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>

@@ -8,7 +8,7 @@
  *   - debug builds (SAN=1) stop a walk of the probe tables made outside a
  *     read section and without ukp_kprobe_mutex.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>

@@ -6,7 +6,7 @@
  * user space, each with the error name and the caret where the kernel puts
  * it ('^' in the spec marks it, as in the selftest's check_error lines).
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>

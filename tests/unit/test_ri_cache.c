@@ -7,7 +7,7 @@
  * thread keeps goes back to the dead pool the next time it passes a slow
  * path of its cache, and the pool can then be freed.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <pthread.h>
 #include <stdatomic.h>
 

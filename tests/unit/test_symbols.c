@@ -4,7 +4,7 @@
  * blacklist (src/symbols.c).  Each Criterion test runs in its own process,
  * so each one starts with empty caches.
  */
-#include <criterion/criterion.h>
+#include "../support/ukp_test.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>

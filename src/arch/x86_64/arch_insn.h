@@ -9,6 +9,13 @@
 #include "prime.h"
 
 #define UKP_ARCH_MAX_INSN	15
+/* The page size the library assumes for the mappings it makes (slots). */
+#define UKP_ARCH_PAGE_SIZE	4096u
+/* The stack pointer's alignment at a call (SysV ABI). */
+#define UKP_ARCH_STACK_ALIGN	16
+/* Every instruction has this length (0: they vary, and an instruction
+ * boundary is found by decoding from the function's start). */
+#define UKP_ARCH_INSN_FIXED_LEN	0
 /*
  * A slot holds two copies of the instruction, so the trap path can choose
  * per hit without rewriting code:

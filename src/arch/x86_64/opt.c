@@ -467,6 +467,16 @@ size_t arch_opt_region_len(const struct arch_optinsn *op)
 	return op->rlen;
 }
 
+bool arch_opt_single(const struct arch_optinsn *op)
+{
+	return op->single;
+}
+
+bool arch_opt_patchable_entry(const struct arch_optinsn *op)
+{
+	return op->ftrace;
+}
+
 uintptr_t arch_opt_resume_ip(const struct arch_optinsn *op)
 {
 	return op->detour + X86_OPT_HEADER + op->resume;

@@ -48,4 +48,15 @@ LABEL(af_uffd_load)
 	ret
 END(af_uffd)
 
+/* What the test compares code with. */
+	.section .rodata
+	.globl	af_arch_brk, af_arch_brk_len, af_arch_jump
+af_arch_brk:
+	.byte	0xcc			/* int3 */
+	.balign	4
+af_arch_brk_len:
+	.long	1
+af_arch_jump:
+	.byte	0xe9			/* jmp rel32 */
+
 	.section .note.GNU-stack, "", @progbits

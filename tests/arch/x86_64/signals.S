@@ -49,4 +49,22 @@ LABEL(scn_sig_other_1)
 	ret
 END(scn_sig_other)
 
+/* long scn_sig_mov6(void): 6.  Its mov is 5 bytes whose second is 0x06,
+ * an invalid opcode in 64-bit mode: running from the byte after an int3
+ * over the mov faults at once (SIGILL), having done nothing. */
+FUNC(scn_sig_mov6)
+LABEL(scn_sig_mov6_at)
+	mov	$6, %eax
+	ret
+END(scn_sig_mov6)
+
+/* long scn_sig_int3b(void): the program's own breakpoint in its two-byte
+ * form, "int $3" (cd 03); returns 5 */
+FUNC(scn_sig_int3b)
+	mov	$5, %eax
+	.byte	0xcd, 0x03
+LABEL(scn_sig_int3b_next)
+	ret
+END(scn_sig_int3b)
+
 	.section .note.GNU-stack, "", @progbits
