@@ -8,12 +8,13 @@
  * posix_memalign, aligned_alloc, memalign, valloc (forwarding to glibc's
  * __libc_* functions, or to AddressSanitizer's under SAN=1), mmap, open and
  * __register_atfork (what pthread_atfork() calls): libukprobes, libelf and
- * libc's own fopen/opendir/strdup resolve to these definitions.  A call
- * counts only on a thread that armed the counter, and only while it is
- * armed, around the one API call under test: Criterion's and this test's
- * allocations never count.  "Fail the Nth" is explored for N = 1, 2, ...
- * until a run completes with no failure injected; each N runs in a fork()
- * of the prepared process, so every N starts from the same state.
+ * libc's own fopen/opendir/strdup/realpath resolve to these definitions, so
+ * the library's real code runs with the failure.  A call counts only on
+ * the thread that armed the counter, and only while it is armed, around
+ * the one API call under test: the harness's and this test's allocations
+ * never count.  "Fail the Nth" is explored for N = 1, 2, ... until a run
+ * completes with no failure injected; each N runs in a fork() of the
+ * prepared process, so every N starts from the same state.
  *
  * What fails how:
  *   - allocations return NULL (ENOMEM), posix_memalign returns ENOMEM;
@@ -25,13 +26,21 @@
  *     (EAGAIN, as under RLIMIT_NPROC): that failure path runs in every
  *     test, and the optimizer then runs only when a test calls
  *     ukprobes_wait_optimizer(), on the armed thread, so what it allocates
- *     is counted in a repeatable order;
+ *     is counted;
  *   - fopen of /proc/self/task/... (thread positions for the proofs of
  *     grace.h) fails for as long as one test wants (EMFILE): those proofs
  *     must then fail, never pass.
  * Not injected: membarrier() registration (it only sets a flag on the mm;
  * the kernel refuses it only when the command is missing, a permanent
  * property of the kernel, not a resource that runs out), munmap and close.
+ *
+ * Two threads run the probed functions all along in every run (started
+ * before the "before" snapshot, stopped at the end): every result they
+ * get must be right, whatever failed.  Their hits are counted apart from
+ * the hits of the thread under test, which the checks compare.  Where they
+ * make a proof take more or fewer looks at /proc, the number of
+ * allocations varies a little from run to run; N still goes on until a run
+ * has none left to fail.
  *
  * After each injected failure:
  *   - a call that returns an error returns -ENOMEM (an allocation or mmap
@@ -46,10 +55,20 @@
  *     optimizes what it may afterwards (a failure delays, never refuses);
  *   - a new registration works and fires, a fork()ed child's probes stay
  *     in the child, and (SAN=1) LeakSanitizer finds nothing.
+ * What may differ after a failure, by design: the heap (the maps
+ * comparison leaves out anonymous read-write and reserved mappings and
+ * [heap]: malloc() serves large blocks from mappings of their own) with the
+ * caches kept there (symbols, the mappings, the point table), and the
+ * library's /proc/self/mem descriptor, opened on first use and kept (a
+ * failed first registration may leave it open, as a successful one
+ * followed by unregistration does).  Code, slot pages, handlers and every
+ * other mapping are compared.
  * A region with a thread inside (parked on a userfaultfd page) is never
  * jump-optimized, whatever fails.
  *
- * AF_LIST=1 in the environment prints every injected failure's call stack.
+ * AF_LIST=1 in the environment prints every injected failure's call stack,
+ * AF_N=k runs only the run that fails the kth allocation, AF_VERBOSE=1
+ * says how much the other threads ran.
  */
 #include "../support/ukp_test.h"
 
@@ -58,9 +77,11 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,10 +91,41 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ukprobes.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include "scn_util.h"
+
+/* ===================================================================== */
+/* Where the tests run                                                   */
+/* ===================================================================== */
+
+/*
+ * Every run forks the test's process (hundreds of runs per test), and the
+ * first registration reads the symbols of every loaded object: Criterion
+ * brings some twenty libraries into its process.  Under Criterion each
+ * test therefore runs its body in the lean twin of this program, the same
+ * source built with tests/harness/ into $(B)/tests/lean/alloc_fail (six
+ * objects: 206 allocations in a first registration by symbol instead of
+ * 565, and a quarter of the time).  Built with HARNESS=ours, this program
+ * is that twin, and runs its bodies itself.
+ */
+#ifdef UKP_TEST_HARNESS
+#define AF_TEST(name, secs)						\
+	static void af_body_##name(void);				\
+	Test(alloc_fail, name, .timeout = secs) { af_body_##name(); }	\
+	static void af_body_##name(void)
+#else
+static void af_in_twin(const char *name);
+#define AF_TEST(name, secs)						\
+	static void af_body_##name(void) __attribute__((unused));	\
+	Test(alloc_fail, name, .timeout = secs) { af_in_twin(#name); }	\
+	static void af_body_##name(void)
+#endif
 
 /* ===================================================================== */
 /* Injection                                                             */
@@ -392,11 +444,22 @@ struct af_rprobe {
 	volatile long entries, returns, retval;
 };
 
+/*
+ * Threads that run the probed code all along, in every run (af_workers_*):
+ * the handlers count their hits apart from the hits of the thread under
+ * test, whose counts the checks compare.
+ */
+static __thread bool af_on_worker;
+static atomic_long af_worker_hits;
+
 static int af_pre(struct kprobe *p, struct pt_regs *regs)
 {
 	struct af_probe *ap = (struct af_probe *)((char *)p - offsetof(struct af_probe, kp));
 
-	ap->hits++;
+	if (af_on_worker)
+		atomic_fetch_add(&af_worker_hits, 1);
+	else
+		ap->hits++;
 	return 0;
 }
 
@@ -408,8 +471,11 @@ static int af_rentry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct af_rprobe *r = (struct af_rprobe *)get_kretprobe(ri);
 
-	r->entries++;
 	*(long *)ri->data = 0x5eed;
+	if (af_on_worker)
+		atomic_fetch_add(&af_worker_hits, 1);
+	else
+		r->entries++;
 	return 0;
 }
 
@@ -417,6 +483,10 @@ static int af_rret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct af_rprobe *r = (struct af_rprobe *)get_kretprobe(ri);
 
+	if (af_on_worker) {
+		atomic_fetch_add(&af_worker_hits, 1);
+		return 0;
+	}
 	if (*(long *)ri->data == 0x5eed)
 		r->returns++;
 	r->retval = (long)regs_return_value(regs);
@@ -427,7 +497,10 @@ static volatile long jp_seen;
 
 static long af_jp_entry(long x)
 {
-	jp_seen = x;
+	if (af_on_worker)
+		atomic_fetch_add(&af_worker_hits, 1);
+	else
+		jp_seen = x;
 	jprobe_return();
 }
 
@@ -618,6 +691,18 @@ static void af_state_take(struct af_state *s)
 	s->nlist = af_listing(s->list, sizeof(s->list));
 }
 
+/* The listing's line for the probe at @addr of type @type, listed now. */
+static const char *af_line_of(const void *addr, char type)
+{
+	af_now.nlist = af_listing(af_now.list, sizeof(af_now.list));
+	return af_list_line(af_now.list, addr, type);
+}
+
+static void af_optimize_all(void)
+{
+	cr_assert_eq(ukprobes_wait_optimizer(), 0);
+}
+
 /* The process is as it was before the call. */
 static void af_expect_unchanged(int line, const char *when)
 {
@@ -768,8 +853,6 @@ static void af_expect_next_works(unsigned int flags)
 	}
 	if (flags & AF_NEXT_FORK)
 		af_expect_fork_private();
-	if (__lsan_do_recoverable_leak_check)
-		AF_EXPECT(!__lsan_do_recoverable_leak_check(), "LeakSanitizer found leaks");
 }
 
 /* ===================================================================== */
@@ -785,6 +868,73 @@ struct af_path {
 };
 
 
+/* ---- The threads that run the probed code ------------------------------ */
+
+#define AF_WORKERS 2
+
+/* What they call, and what each returns for 1. */
+static fn1_t volatile *const af_worker_fns[] = {
+	&f_t1, &f_t2, &f_t3, &f_ret, &f_ret2, &f_jpf, &f_next, &f_fork, &f_opt, &f_opt1,
+};
+static const long af_worker_expect[] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x10001 };
+
+static pthread_t af_workers[AF_WORKERS];
+static atomic_int af_workers_stop, af_workers_started;
+static atomic_long af_worker_calls;
+static atomic_int af_worker_nbad;
+static char af_worker_bad[160];
+
+static void *af_worker_main(void *arg)
+{
+	/* Ten rounds, then a short sleep: mostly running the targets, but
+	 * leaving the loaded machine's cores to the thread under test. */
+	const struct timespec pause = { 0, 50 * 1000 };
+	bool started = false;
+
+	af_on_worker = true;
+	while (!atomic_load(&af_workers_stop)) {
+		for (size_t i = 0; i < 10 * sizeof(af_worker_fns) / sizeof(af_worker_fns[0]); i++) {
+			size_t f = i % (sizeof(af_worker_fns) / sizeof(af_worker_fns[0]));
+			long r = (*af_worker_fns[f])(1);
+
+			atomic_fetch_add(&af_worker_calls, 1);
+			if (r != af_worker_expect[f] && !atomic_fetch_add(&af_worker_nbad, 1))
+				snprintf(af_worker_bad, sizeof(af_worker_bad),
+					 "function %zu returned %ld, not %ld", f, r,
+					 af_worker_expect[f]);
+		}
+		if (!started) {
+			started = true;
+			atomic_fetch_add(&af_workers_started, 1);
+		}
+		nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
+/* Before the snapshot: their stacks are part of the maps compared. */
+static void af_workers_start(void)
+{
+	const struct timespec tick = { 0, 100 * 1000 };
+
+	for (int i = 0; i < AF_WORKERS; i++)
+		AF_EXPECT(!real_pthread_create(&af_workers[i], NULL, af_worker_main, NULL),
+			  "pthread_create");
+	/* Running before the call, each past its first round. */
+	while (atomic_load(&af_workers_started) < AF_WORKERS)
+		nanosleep(&tick, NULL);
+}
+
+/* They ran through the call and what followed, and saw right results. */
+static void af_workers_stop_and_check(void)
+{
+	atomic_store(&af_workers_stop, 1);
+	for (int i = 0; i < AF_WORKERS; i++)
+		pthread_join(af_workers[i], NULL);
+	AF_EXPECT(!atomic_load(&af_worker_nbad), "%d wrong results in the other threads: %s",
+		  atomic_load(&af_worker_nbad), af_worker_bad);
+}
+
 static void af_child(const struct af_path *p, long n)
 {
 	int ret;
@@ -793,6 +943,7 @@ static void af_child(const struct af_path *p, long n)
 	af_n = n;
 	if (p->prepare)
 		p->prepare();
+	af_workers_start();
 	af_state_take(&af_before);
 	af_prefix_opendir = p->flags & AF_PREFIX_OPENDIR;
 	af_count = 0;
@@ -807,32 +958,60 @@ static void af_child(const struct af_path *p, long n)
 	}
 	p->check(ret);
 	af_expect_next_works(p->flags);
+	af_workers_stop_and_check();
+	if (__lsan_do_recoverable_leak_check)
+		AF_EXPECT(!__lsan_do_recoverable_leak_check(), "LeakSanitizer found leaks");
+	if (getenv("AF_VERBOSE"))
+		fprintf(stderr, "%s #%ld: the other threads made %ld calls, %ld hits\n", p->name,
+			n, atomic_load(&af_worker_calls), atomic_load(&af_worker_hits));
 	_exit(af_injected ? AF_INJECTED : AF_DONE);
 }
 
-/* Fail every allocation of @p's call in turn; returns how many there are. */
-static long af_explore(const struct af_path *p)
+/*
+ * Fail every allocation of a call in turn: N = 1, 2, ... until a run
+ * completes with none injected.  With several variants (@nv > 1: the same
+ * call on other input, whose allocations are the same up to where their
+ * checks part), N goes to the variants in turn, and to the next one when
+ * a variant completes before its Nth allocation: every allocation of each
+ * fails once, and each variant's own checks see a share of the common
+ * ones and all of its own.  Returns the number of allocations failed.
+ */
+static long af_explore_variants(const struct af_path *const *v, int nv)
 {
 	char bad[256] = "";
 	size_t blen = 0;
-	int nbad = 0;
-	long n;
-
-	af_path_name = p->name;
-	fflush(NULL);
+	int nbad = 0, ndone = 0, k = 0;
+	bool done[8] = { false };
+	long n, last[8] = { 0 };
 	/* AF_N=k runs that one only (to look at one failure). */
-	for (n = getenv("AF_N") ? atol(getenv("AF_N")) : 1; n <= AF_MAX_N; n++) {
-		bool only = getenv("AF_N") != NULL;
-		int st;
-		pid_t pid = fork();
+	bool only = getenv("AF_N") != NULL;
 
+	cr_assert_leq(nv, 8);
+	fflush(NULL);
+	for (n = only ? atol(getenv("AF_N")) : 1; n <= AF_MAX_N && ndone < nv;) {
+		const struct af_path *p;
+		int st;
+		pid_t pid;
+
+		k = (int)((n - 1) % nv);
+		while (done[k])
+			k = (k + 1) % nv;
+		p = v[k];
+		af_path_name = p->name;
+		pid = fork();
 		cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
 		if (!pid)
 			af_child(p, n);
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
-		if (WIFEXITED(st) && WEXITSTATUS(st) == AF_DONE)
-			break;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == AF_DONE) {
+			done[k] = true;		/* fewer than n: n goes on to another */
+			ndone++;
+			if (only)
+				break;
+			continue;
+		}
 		if (WIFEXITED(st) && WEXITSTATUS(st) == AF_INJECTED && !(p->flags & AF_ONCE)) {
+			last[k] = n++;
 			if (only)
 				break;
 			continue;
@@ -842,18 +1021,119 @@ static long af_explore(const struct af_path *p)
 			fprintf(stderr, "%s: with call #%ld failing, the child %s %d\n", p->name, n,
 				WIFSIGNALED(st) ? "died of signal" : "exited with",
 				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-		if (blen < sizeof(bad) - 16)
-			blen += (size_t)snprintf(bad + blen, sizeof(bad) - blen, " #%ld", n);
+		if (blen < sizeof(bad) - 40)
+			blen += (size_t)snprintf(bad + blen, sizeof(bad) - blen, " %s#%ld",
+						 nv > 1 ? p->name : "", n);
 		nbad++;
+		last[k] = n++;
 		if (only || (p->flags & AF_ONCE))
 			break;
 	}
-	cr_assert_leq(n, AF_MAX_N, "%s: more than %d calls to fail", p->name, AF_MAX_N);
-	if (!(p->flags & AF_ONCE))
-		fprintf(stderr, "alloc_fail: %-36s %4ld calls failed in turn\n", p->name, n - 1);
-	cr_assert_eq(nbad, 0, "%s: %d of %ld failures mishandled:%s", p->name, nbad, n - 1, bad);
+	cr_assert_leq(n, AF_MAX_N, "%s: more than %d calls to fail", v[0]->name, AF_MAX_N);
+	for (k = 0; k < nv; k++)
+		if (!(v[k]->flags & AF_ONCE))
+			fprintf(stderr, "alloc_fail: %-36s %4ld calls failed in turn%s\n",
+				v[k]->name, nv > 1 ? last[k] : n - 1,
+				nv > 1 ? " (up to)" : "");
+	cr_assert_eq(nbad, 0, "%s: %d of %ld failures mishandled:%s", v[0]->name, nbad, n - 1,
+		     bad);
 	return n - 1;
 }
+
+static long af_explore(const struct af_path *p)
+{
+	return af_explore_variants(&p, 1);
+}
+
+#ifndef UKP_TEST_HARNESS
+/* Write the twin's output to stderr, line by line, without its "[====]
+ * Synthesis" line. */
+static void af_forward_lines(const char *buf, size_t len)
+{
+	static char line[1024];
+	static size_t ll;
+
+	for (size_t i = 0; i < len; i++) {
+		if (ll < sizeof(line))
+			line[ll++] = buf[i];
+		if (buf[i] != '\n' && ll < sizeof(line))
+			continue;
+		if (ll < 16 || memcmp(line, "[====] Synthesis", 16))
+			(void)!write(2, line, ll);
+		ll = 0;
+	}
+}
+
+/* Run test @name in the lean twin; its report goes to stderr, and its
+ * verdict (pass, fail, skip) becomes this test's. */
+static void af_in_twin(const char *name)
+{
+	char twin[PATH_MAX], filter[128], tail[4096] = "", buf[4096];
+	size_t tlen = 0;
+	ssize_t len = readlink("/proc/self/exe", twin, sizeof(twin) - 32);
+	char *slash, *skip;
+	int fds[2], st;
+	pid_t pid;
+
+	cr_assert_gt(len, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	twin[len] = 0;
+	/* $(B)/tests/scenario/alloc_fail -> $(B)/tests/lean/alloc_fail */
+	for (int i = 0; i < 2; i++) {
+		slash = strrchr(twin, '/');
+		cr_assert_not_null(slash, "where is %s?", twin);
+		*slash = 0;
+	}
+	strcat(twin, "/lean/alloc_fail");
+	snprintf(filter, sizeof(filter), "alloc_fail/%s", name);
+	cr_assert_eq(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[0]);
+		close(fds[1]);
+		execl(twin, twin, "--filter", filter, (char *)NULL);
+		fprintf(stderr, "alloc_fail: cannot run %s: %s\n", twin, strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	/* Pass it on as it comes, but its closing line (tests/run.sh reads
+	 * this program's); keep the end, where the verdict is. */
+	while ((len = read(fds[0], buf, sizeof(buf))) > 0) {
+		af_forward_lines(buf, (size_t)len);
+		if ((size_t)len >= sizeof(tail) - 1) {
+			memcpy(tail, buf + len - (sizeof(tail) - 1), sizeof(tail) - 1);
+			tlen = sizeof(tail) - 1;
+		} else {
+			if (tlen + (size_t)len >= sizeof(tail)) {
+				size_t drop = tlen + (size_t)len - (sizeof(tail) - 1);
+
+				memmove(tail, tail + drop, tlen - drop);
+				tlen -= drop;
+			}
+			memcpy(tail + tlen, buf, (size_t)len);
+			tlen += (size_t)len;
+		}
+		tail[tlen] = 0;
+	}
+	close(fds[0]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 127, "the lean twin %s did not run", twin);
+	skip = strstr(tail, "# SKIP ");
+	if (skip && WIFEXITED(st) && !WEXITSTATUS(st)) {
+		char *nl = strchr(skip, '\n');
+
+		if (nl)
+			*nl = 0;
+		cr_skip_test("%s", skip + 7);
+	}
+	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st) && strstr(tail, "ok 1 - alloc_fail::") &&
+		  !strstr(tail, "not ok"),
+		  "alloc_fail/%s failed in the lean twin %s (status %#x)", name, twin, st);
+}
+#endif
 
 static void af_init_process(void)
 {
@@ -861,6 +1141,19 @@ static void af_init_process(void)
 
 	/* backtrace() loads its unwinder on first use: not in a hook. */
 	backtrace(bt, 4);
+#ifdef __SANITIZE_ADDRESS__
+	{
+		/* LeakSanitizer symbolizes the stacks it matches against its
+		 * suppressions; its symbolizer reads every object's debug
+		 * information on first use.  Once here, not in each child. */
+		char buf[256];
+		extern void *__tls_get_addr(void *);
+
+		__sanitizer_symbolize_pc((void *)af_init_process, "%f", buf, sizeof(buf));
+		__sanitizer_symbolize_pc((void *)__tls_get_addr, "%f", buf, sizeof(buf));
+		__sanitizer_symbolize_pc((void *)real_malloc, "%f", buf, sizeof(buf));
+	}
+#endif
 	scn_maps_skip_heap = true;
 	memcpy(af_pristine, af_t1, af_code_len());
 }
@@ -890,6 +1183,7 @@ static void af_warm_up(void)
 /* ===================================================================== */
 
 static struct af_probe P1, P2, P3, P4;
+static struct af_probe K;	/* a probe already there, kept */
 static struct af_probe *Pall[] = { &P1, &P2, &P3, &P4 };
 static struct kprobe *KPall[] = { &P1.kp, &P2.kp, &P3.kp, &P4.kp };
 static int Pn;			/* how many of Pall the path registers */
@@ -958,7 +1252,7 @@ static void af_set_probes_sym(void)
 static void af_set_probes_batch(void)
 {
 	af_kprobe_init(&Pinit[0], af_t1, NULL, f_t1, 1);
-	af_kprobe_init(&Pinit[1], NULL, "af_t2", f_t2, 2);
+	af_kprobe_init(&Pinit[1], NULL, "alloc_fail:af_t2", f_t2, 2);	/* OBJ:SYM */
 	af_kprobe_init(&Pinit[2], af_t1, NULL, f_t1, 1);	/* same address */
 	af_kprobe_init(&Pinit[3], af_t3_2, NULL, f_t3, 3);	/* 2nd instruction */
 	Pinit[3].kp.post_handler = af_post;
@@ -984,15 +1278,47 @@ static void af_check_refused(int ret)
 
 #define AF_LAZY (AF_NEXT_KRET | AF_NEXT_FORK)
 
-Test(alloc_fail, first_registration, .timeout = 900)
+static void af_set_probe_blacklisted(void)
 {
-	af_init_process();
-	af_set_probes_addr();
-	af_explore(&(struct af_path){ "first register_kprobe(addr)", NULL,
-				      af_call_register_kprobe, af_check_kprobes, AF_LAZY });
+	af_kprobe_init(&Pinit[0], af_black, NULL, f_t1, 1);
+	Pn = 1;
+	af_reset_structs();
+	af_refusal = EINVAL;
 }
 
-Test(alloc_fail, first_registration_by_symbol, .timeout = 900)
+static void af_set_probe_mid_insn(void)
+{
+	af_kprobe_init(&Pinit[0], af_t1 + 1, NULL, f_t1, 1);
+	Pn = 1;
+	af_reset_structs();
+	af_refusal = EILSEQ;
+}
+
+/*
+ * The first registration (the library's lazy state, the mappings, the
+ * symbols and blacklists of every loaded object), by address, with three
+ * inputs in turn: a probe that must work; one in a NOKPROBE_SYMBOL()
+ * function, whose blacklist entry is read then; one inside an instruction,
+ * which only the function's symbol shows.  A failure while reading must
+ * not let either of the last two in.
+ */
+AF_TEST(first_registration, 900)
+{
+	static const struct af_path addr = { "first register_kprobe(addr)", af_set_probes_addr,
+					     af_call_register_kprobe, af_check_kprobes, AF_LAZY };
+	static const struct af_path black = { "first register_kprobe(blacklisted)",
+					      af_set_probe_blacklisted, af_call_register_kprobe,
+					      af_check_refused, 0 };
+	static const struct af_path mid = { "first register_kprobe(mid-insn)",
+					    af_set_probe_mid_insn, af_call_register_kprobe,
+					    af_check_refused, 0 };
+	static const struct af_path *const v[] = { &addr, &black, &mid };
+
+	af_init_process();
+	af_explore_variants(v, 3);
+}
+
+AF_TEST(first_registration_by_symbol, 900)
 {
 	af_init_process();
 	af_set_probes_sym();
@@ -1000,32 +1326,7 @@ Test(alloc_fail, first_registration_by_symbol, .timeout = 900)
 				      af_call_register_kprobe, af_check_kprobes, AF_LAZY });
 }
 
-/* The blacklist is read on the first registration: a failure while reading
- * it must not let a probe into a NOKPROBE_SYMBOL() function. */
-Test(alloc_fail, first_registration_blacklisted, .timeout = 900)
-{
-	af_init_process();
-	af_kprobe_init(&Pinit[0], af_black, NULL, f_t1, 1);
-	Pn = 1;
-	af_reset_structs();
-	af_refusal = EINVAL;
-	af_explore(&(struct af_path){ "first register_kprobe(blacklisted)", NULL,
-				      af_call_register_kprobe, af_check_refused, 0 });
-}
-
-/* Nor a probe inside an instruction (the check needs the function's symbol). */
-Test(alloc_fail, first_registration_mid_instruction, .timeout = 900)
-{
-	af_init_process();
-	af_kprobe_init(&Pinit[0], af_t1 + 1, NULL, f_t1, 1);
-	Pn = 1;
-	af_reset_structs();
-	af_refusal = EILSEQ;
-	af_explore(&(struct af_path){ "first register_kprobe(mid-insn)", NULL,
-				      af_call_register_kprobe, af_check_refused, 0 });
-}
-
-Test(alloc_fail, register_kprobe_addr, .timeout = 300)
+AF_TEST(register_kprobe_addr, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1034,7 +1335,7 @@ Test(alloc_fail, register_kprobe_addr, .timeout = 300)
 				      af_call_register_kprobe, af_check_kprobes, 0 });
 }
 
-Test(alloc_fail, register_kprobe_symbol, .timeout = 300)
+AF_TEST(register_kprobe_symbol, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1043,13 +1344,88 @@ Test(alloc_fail, register_kprobe_symbol, .timeout = 300)
 				      af_call_register_kprobe, af_check_kprobes, 0 });
 }
 
-Test(alloc_fail, register_kprobes_batch, .timeout = 300)
+AF_TEST(register_kprobes_batch, 300)
 {
 	af_init_process();
 	af_warm_up();
 	af_set_probes_batch();
 	af_explore(&(struct af_path){ "register_kprobes(4)", NULL,
 				      af_call_register_kprobes, af_check_kprobes, 0 });
+}
+
+/*
+ * A registration next to an optimized probe K at af_opt (its jump covers
+ * af_opt's first two instructions): on the same address, inside its
+ * region, or a return probe on it.  K must keep working, and a failure
+ * leave it as it was: optimized, its jump in place.
+ */
+static void af_register_keeper(void)
+{
+	af_kprobe_init(&K, af_opt, NULL, f_opt, 9);
+	cr_assert_eq(register_kprobe(&K.kp), 0);
+	af_optimize_all();
+	cr_assert(af_line_has(af_line_of(af_opt, 'k'), "[OPTIMIZED]"), "K not optimized:\n%s",
+		  af_now.list);
+}
+
+/* K fires, and is optimized again once the optimizer had its turn. */
+static void af_expect_keeper_back(int line)
+{
+	struct af_probe *kp = &K;
+
+	af_expect_fire(line, &kp, 1, "the probe already there");
+	if (ukprobes_wait_optimizer())
+		af_bad(line, "probes still waiting for the optimizer");
+	if (!af_line_has(af_line_of(af_opt, 'k'), "[OPTIMIZED]"))
+		af_bad(line, "the probe already there is not optimized again:\n%s", af_now.list);
+	af_expect_fire(line, &kp, 1, "the probe already there, optimized");
+	unregister_kprobe(&K.kp);
+	if (!af_code_pristine(af_t1, af_code_len()))
+		af_bad(line, "unregistering left code behind");
+}
+
+static void af_check_beside_keeper(int ret)
+{
+	struct af_probe *both[] = { &K, &P1 };
+
+	if (ret) {
+		AF_EXPECT(af_injected, "failed (%d) with no failure injected", ret);
+		AF_EXPECT(af_errno_ok(ret), "returned %d", ret);
+		af_expect_unchanged(__LINE__, "after the failed registration");
+		af_expect_silent(__LINE__, Pall, 1, "after the failed registration");
+		af_reset_structs();
+		ret = register_kprobe(&P1.kp);
+		AF_EXPECT(ret == 0, "registering the same probe again: %d", ret);
+	}
+	af_expect_fire(__LINE__, both, 2, "registered beside the optimized probe");
+	unregister_kprobe(&P1.kp);
+	af_expect_silent(__LINE__, Pall, 1, "after unregistering");
+	af_expect_keeper_back(__LINE__);
+}
+
+AF_TEST(register_kprobe_on_optimized, 300)
+{
+	af_init_process();
+	af_warm_up();
+	af_register_keeper();
+	af_kprobe_init(&Pinit[0], af_opt, NULL, f_opt, 9);
+	Pinit[0].kp.post_handler = af_post;	/* (the kernel's rule: not optimized) */
+	Pn = 1;
+	af_reset_structs();
+	af_explore(&(struct af_path){ "register_kprobe(on an optimized one)", NULL,
+				      af_call_register_kprobe, af_check_beside_keeper, 0 });
+}
+
+AF_TEST(register_kprobe_in_optimized_region, 300)
+{
+	af_init_process();
+	af_warm_up();
+	af_register_keeper();
+	af_kprobe_init(&Pinit[0], af_opt_2, NULL, f_opt, 9);
+	Pn = 1;
+	af_reset_structs();
+	af_explore(&(struct af_path){ "register_kprobe(in an optimized region)", NULL,
+				      af_call_register_kprobe, af_check_beside_keeper, 0 });
 }
 
 /* --------------------------------------------------------------------- */
@@ -1103,7 +1479,7 @@ static int af_call_register_kretprobes(void)
 	return register_kretprobes(RPall, Rn);
 }
 
-Test(alloc_fail, first_kretprobe, .timeout = 300)
+AF_TEST(first_kretprobe, 300)
 {
 	af_init_process();
 	if (!af_kretprobes_supported())
@@ -1117,7 +1493,7 @@ Test(alloc_fail, first_kretprobe, .timeout = 300)
 				      AF_NEXT_KRET });
 }
 
-Test(alloc_fail, register_kretprobes, .timeout = 300)
+AF_TEST(register_kretprobes, 300)
 {
 	struct af_rprobe w;
 
@@ -1136,6 +1512,43 @@ Test(alloc_fail, register_kretprobes, .timeout = 300)
 	af_reset_structs();
 	af_explore(&(struct af_path){ "register_kretprobes(2)", NULL,
 				      af_call_register_kretprobes, af_check_kretprobes,
+				      AF_NEXT_KRET });
+}
+
+/* A return probe on the optimized probe's address (the detour then also
+ * replaces the return address). */
+static void af_check_kretprobe_beside_keeper(int ret)
+{
+	struct af_probe *kp = &K;
+
+	if (ret) {
+		AF_EXPECT(af_injected, "failed (%d) with no failure injected", ret);
+		AF_EXPECT(af_errno_ok(ret), "returned %d", ret);
+		af_expect_unchanged(__LINE__, "after the failed registration");
+		af_expect_rsilent(__LINE__, &R1, "after the failure");
+		af_reset_structs();
+		ret = register_kretprobe(&R1.rp);
+		AF_EXPECT(ret == 0, "registering the same kretprobe again: %d", ret);
+	}
+	af_expect_rfire(__LINE__, &R1, "registered beside the optimized probe");
+	af_expect_fire(__LINE__, &kp, 1, "the probe already there, beside the kretprobe");
+	unregister_kretprobe(&R1.rp);
+	af_expect_rsilent(__LINE__, &R1, "after unregistering");
+	af_expect_keeper_back(__LINE__);
+}
+
+AF_TEST(register_kretprobe_on_optimized, 300)
+{
+	af_init_process();
+	if (!af_kretprobes_supported())
+		cr_skip_test("kretprobes unsupported here (CET shadow stack)");
+	af_warm_up();
+	af_register_keeper();
+	af_kretprobe_init(&Rinit[0], af_opt, NULL, f_opt, 9);
+	Rn = 1;
+	af_reset_structs();
+	af_explore(&(struct af_path){ "register_kretprobe(on an optimized kprobe)", NULL,
+				      af_call_register_kretprobe, af_check_kretprobe_beside_keeper,
 				      AF_NEXT_KRET });
 }
 
@@ -1173,7 +1586,7 @@ static int af_call_register_jprobe(void)
 	return register_jprobe(&J);
 }
 
-Test(alloc_fail, first_jprobe, .timeout = 300)
+AF_TEST(first_jprobe, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1224,18 +1637,6 @@ static int af_call_unregister_kprobes(void)
 	return 0;
 }
 
-/* What the optimizer should make of the probe at @addr (type @type). */
-static const char *af_line_of(const void *addr, char type)
-{
-	af_now.nlist = af_listing(af_now.list, sizeof(af_now.list));
-	return af_list_line(af_now.list, addr, type);
-}
-
-static void af_optimize_all(void)
-{
-	cr_assert_eq(ukprobes_wait_optimizer(), 0);
-}
-
 /* In the parent: register the path's probes. */
 static void af_register_parent(bool optimize)
 {
@@ -1248,7 +1649,7 @@ static void af_register_parent(bool optimize)
 	}
 }
 
-Test(alloc_fail, unregister_kprobe, .timeout = 300)
+AF_TEST(unregister_kprobe, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1259,7 +1660,7 @@ Test(alloc_fail, unregister_kprobe, .timeout = 300)
 				      af_check_kprobes_gone, 0 });
 }
 
-Test(alloc_fail, unregister_kprobe_optimized, .timeout = 300)
+AF_TEST(unregister_kprobe_optimized, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1271,7 +1672,7 @@ Test(alloc_fail, unregister_kprobe_optimized, .timeout = 300)
 				      af_call_unregister_kprobes, af_check_kprobes_gone, 0 });
 }
 
-Test(alloc_fail, unregister_kprobes_batch, .timeout = 300)
+AF_TEST(unregister_kprobes_batch, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1286,7 +1687,6 @@ Test(alloc_fail, unregister_kprobes_batch, .timeout = 300)
  * when it goes, the other is queued again.  K at af_opt stays; the batch
  * (af_opt's second instruction, af_t1) goes.
  */
-static struct af_probe K;
 
 static void af_check_neighbour(int ret)
 {
@@ -1306,7 +1706,7 @@ static void af_check_neighbour(int ret)
 	AF_EXPECT(af_code_pristine(af_t1, af_code_len()), "unregistering left code behind");
 }
 
-Test(alloc_fail, unregister_kprobes_neighbour, .timeout = 300)
+AF_TEST(unregister_kprobes_neighbour, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1343,7 +1743,7 @@ static int af_call_unregister_kretprobes(void)
 	return 0;
 }
 
-Test(alloc_fail, unregister_kretprobes, .timeout = 300)
+AF_TEST(unregister_kretprobes, 300)
 {
 	af_init_process();
 	if (!af_kretprobes_supported())
@@ -1376,7 +1776,7 @@ static int af_call_unregister_jprobe(void)
 	return 0;
 }
 
-Test(alloc_fail, unregister_jprobe, .timeout = 300)
+AF_TEST(unregister_jprobe, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1464,7 +1864,7 @@ static void af_check_disable(int ret)
 	af_unregister_all(__LINE__);
 }
 
-Test(alloc_fail, disable_kprobe, .timeout = 300)
+AF_TEST(disable_kprobe, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1488,7 +1888,7 @@ static void af_check_enable(int ret)
 	af_unregister_all(__LINE__);
 }
 
-Test(alloc_fail, enable_kprobe, .timeout = 300)
+AF_TEST(enable_kprobe, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1522,7 +1922,7 @@ static void af_check_set_optimization(int ret)
 	af_unregister_all(__LINE__);
 }
 
-Test(alloc_fail, optimization_off, .timeout = 300)
+AF_TEST(optimization_off, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1533,7 +1933,7 @@ Test(alloc_fail, optimization_off, .timeout = 300)
 				      af_call_set_optimization, af_check_set_optimization, 0 });
 }
 
-Test(alloc_fail, optimization_on, .timeout = 300)
+AF_TEST(optimization_on, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1559,7 +1959,7 @@ static void af_check_optimizer(int ret)
 	af_unregister_all(__LINE__);
 }
 
-Test(alloc_fail, optimizer, .timeout = 300)
+AF_TEST(optimizer, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1589,7 +1989,7 @@ static void af_check_set_enabled(int ret)
 	af_unregister_all(__LINE__);
 }
 
-Test(alloc_fail, disarm_all, .timeout = 300)
+AF_TEST(disarm_all, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1600,7 +2000,7 @@ Test(alloc_fail, disarm_all, .timeout = 300)
 				      af_check_set_enabled, 0 });
 }
 
-Test(alloc_fail, arm_all, .timeout = 300)
+AF_TEST(arm_all, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1637,7 +2037,7 @@ static void af_check_print_list(int ret)
 	AF_EXPECT(ret == 5, "%d probes listed", ret);
 }
 
-Test(alloc_fail, print_list, .timeout = 300)
+AF_TEST(print_list, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1712,7 +2112,7 @@ static void af_check_print_blacklist(int ret)
 }
 
 /* (first_registration_blacklisted covers reading the blacklists.) */
-Test(alloc_fail, print_blacklist, .timeout = 300)
+AF_TEST(print_blacklist, 300)
 {
 	af_init_process();
 	af_warm_up();
@@ -1839,7 +2239,7 @@ static int af_call_wait_optimizer_inside(void)
 	return ukprobes_wait_optimizer();
 }
 
-Test(alloc_fail, optimizer_thread_inside, .timeout = 300)
+AF_TEST(optimizer_thread_inside, 300)
 {
 	af_init_process();
 	if (!af_uffd_available())
@@ -1868,7 +2268,7 @@ static int af_call_wait_optimizer_blind(void)
 	return ret;
 }
 
-Test(alloc_fail, optimizer_blind, .timeout = 300)
+AF_TEST(optimizer_blind, 300)
 {
 	af_init_process();
 	if (!af_uffd_available())
