@@ -637,29 +637,38 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	/* Trap handlers that read "not prepared" are done after this: they
 	 * resumed in a step slot, which the proof below covers. */
 	ukp_synchronize();
-	/* Without the list of regions to prove, none is proven. */
 	rc.pts = calloc(n, sizeof(*rc.pts));
-	for (size_t i = 0; rc.pts && i < n; i++) {
+	if (!rc.pts) {
+		/* No memory for the proof: nothing is patched unproven; the
+		 * whole batch waits for a later pass. */
+		for (size_t i = 0; i < n; i++) {
+			batch[i]->opt_queued = true;
+			ukp_opt_queue[ukp_opt_nqueue++] = batch[i];
+		}
+		free(batch);
+		return waiting + n;
+	}
+	for (size_t i = 0; i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
 		if (op && !arch_opt_single(&op->aop))
 			rc.pts[rc.n++] = batch[i];
 	}
-	if (!rc.pts || (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us,
-						      UKP_OUTSIDE_RESUME_REDIRECTED))) {
+	if (rc.n && !ukp_threads_outside(ukp_in_regions, &rc, max_wait_us,
+					 UKP_OUTSIDE_RESUME_REDIRECTED)) {
 		/* Not proven: the multi-instruction ones wait for a later pass. */
+		for (size_t i = 0; i < rc.n; i++) {
+			rc.pts[i]->opt_queued = true;
+			ukp_opt_queue[ukp_opt_nqueue++] = rc.pts[i];
+			waiting++;
+		}
 		size_t k = 0;
 
 		for (size_t i = 0; i < n; i++) {
 			struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
-			if (op && arch_opt_single(&op->aop)) {
+			if (op && arch_opt_single(&op->aop))
 				batch[k++] = batch[i];
-			} else {
-				batch[i]->opt_queued = true;
-				ukp_opt_queue[ukp_opt_nqueue++] = batch[i];
-				waiting++;
-			}
 		}
 		n = k;
 	}
@@ -695,7 +704,10 @@ static void *ukp_optimizer_thread(void *arg)
 		pthread_mutex_unlock(&ukp_kprobe_mutex);
 		usleep(5000);
 		pthread_mutex_lock(&ukp_kprobe_mutex);
-		if (ukp_optimize_pass(2000)) {
+		/* Up to two scheduler ticks of the threads' time (grace.c's
+		 * proof for running threads), with the mutex held as the
+		 * kernel's optimizer holds kprobe_mutex through its RCU wait. */
+		if (ukp_optimize_pass(20000)) {
 			pthread_mutex_unlock(&ukp_kprobe_mutex);
 			usleep(10000);
 			pthread_mutex_lock(&ukp_kprobe_mutex);
