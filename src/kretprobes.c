@@ -150,10 +150,13 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 		return -EINVAL;
 	/* Under a CET shadow stack the replaced return address would fault
 	 * at the return. */
-	if (!arch_kretprobe_supported())
-		return -EOPNOTSUPP;
+	err = arch_kretprobe_check();
+	if (err)
+		return err;
 	ukp_free_dead_pools();
-	ukp_ext_reserve();
+	err = ukp_ext_reserve();
+	if (err)
+		return err;
 	/* The return path's grace period; its fence also lets threads keep
 	 * free instances (ri_cache.h). */
 	if (!ukp_qs_init())

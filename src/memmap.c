@@ -63,15 +63,17 @@ static bool ukp_exec_lookup(uintptr_t addr)
 	return false;
 }
 
-bool ukp_addr_executable(uintptr_t addr)
+int ukp_addr_executable(uintptr_t addr)
 {
 	struct ukp_map *m;
 	size_t n;
+	int err;
 
 	if (ukp_exec_lookup(addr))
-		return true;
-	if (ukp_maps_read(&m, &n))
-		return false;
+		return 1;
+	err = ukp_maps_read(&m, &n);
+	if (err)
+		return err;
 	free(ukp_exec_cache);
 	ukp_exec_cache = m;
 	ukp_exec_n = n;

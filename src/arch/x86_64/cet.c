@@ -8,6 +8,7 @@
  *   shstk  returns are checked against a shadow stack: replacing a return
  *          address (kretprobes) would fault at the return.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,21 +32,28 @@ bool x86_cet_line_has(const char *line, const char *name)
 	return false;
 }
 
-bool x86_cet_feature(const char *name)
+int x86_cet_state(const char *name)
 {
 	char line[256];
 	bool on = false;
 	FILE *f = fopen("/proc/self/status", "re");
 
 	if (!f)
-		return true;	/* cannot tell: assume the stricter */
+		return errno ? -errno : -EIO;
 	while (fgets(line, sizeof(line), f))
 		on |= x86_cet_line_has(line, name);
 	fclose(f);
 	return on;
 }
 
-bool arch_kretprobe_supported(void)
+bool x86_cet_feature(const char *name)
 {
-	return !x86_cet_feature("shstk");
+	return x86_cet_state(name) != 0;	/* cannot tell: the stricter */
+}
+
+int arch_kretprobe_check(void)
+{
+	int on = x86_cet_state("shstk");
+
+	return on < 0 ? on : on ? -EOPNOTSUPP : 0;
 }
