@@ -407,8 +407,14 @@ static int ukp_read_small(const char *path, char *buf, size_t len)
 
 /*
  * Where a thread is: -1 when it exited; 0 and *@pc = 0 when it is running
- * or runnable; 0 and its user pc when it is blocked in the kernel (in a
- * system call, or a page fault: /proc prints "-1 sp pc" for those).
+ * or runnable, or when where it will resume cannot be read from /proc; 0
+ * and its user pc when it is blocked in the kernel (in a system call, or a
+ * page fault: /proc prints "-1 sp pc" for those).
+ *
+ * A thread blocked in rt_sigreturn shows the pc of the signal return
+ * trampoline, but resumes where the signal frame says (after a trap
+ * handler of ours, a step slot): that is treated as running, whose proof
+ * does not rely on the pc.
  */
 static int ukp_task_pc(int tid, uintptr_t *pc)
 {
@@ -418,7 +424,7 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	if (ukp_read_small(path, buf, sizeof(buf)))
 		return -1;
-	if (!strncmp(buf, "running", 7)) {
+	if (!strncmp(buf, "running", 7) || strtol(buf, NULL, 10) == SYS_rt_sigreturn) {
 		*pc = 0;
 		return 0;
 	}
@@ -427,14 +433,52 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 	return 0;
 }
 
-static int ukp_task_runtime(int tid, unsigned long long *ns)
+static int ukp_task_runtime(int tid, unsigned long long *ns, unsigned long *switched_in)
 {
 	char path[64], buf[128];
+	char *end;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
 	if (ukp_read_small(path, buf, sizeof(buf)))
 		return -1;
-	*ns = strtoull(buf, NULL, 10);
+	*ns = strtoull(buf, &end, 10);
+	strtoull(end, &end, 10);		/* time waiting on a run queue */
+	*switched_in = strtoul(end, NULL, 10);
+	return 0;
+}
+
+/* How many times @tid left a CPU (voluntary and not), or -1. */
+static long ukp_task_switched_out(int tid)
+{
+	char path[64], buf[4096];
+	const char *v, *n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (ukp_read_small(path, buf, sizeof(buf)))
+		return -1;
+	v = strstr(buf, "\nvoluntary_ctxt_switches:");
+	n = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+	if (!v || !n)
+		return -1;
+	return strtol(v + 25, NULL, 10) + strtol(n + 28, NULL, 10);
+}
+
+/*
+ * @tid's CPU time, and whether that figure is exact: the kernel brings it
+ * up to date when the thread leaves a CPU (and at ticks), so it is exact
+ * while the thread is off every CPU, which is when it was switched in as
+ * many times as out.  Read between two readings of the switch-outs, which
+ * must agree; anything unsure is "not exact".
+ */
+static int ukp_task_time(int tid, unsigned long long *ns, bool *exact)
+{
+	long out1 = ukp_task_switched_out(tid), out2;
+	unsigned long in;
+
+	if (ukp_task_runtime(tid, ns, &in))
+		return -1;
+	out2 = ukp_task_switched_out(tid);
+	*exact = out1 >= 0 && out1 == out2 && (unsigned long)out2 == in;
 	return 0;
 }
 
@@ -452,20 +496,33 @@ static struct ukp_qs_rec *ukp_qs_rec_of(int tid)
 	return NULL;
 }
 
+/*
+ * CPU time a running thread must have used, counted from the first change
+ * of its time after we looked, before it is taken to have left any
+ * straight-line code it was in (see ukp_proof_step()).
+ */
+#define UKP_RAN_NS 100000ull
+
 struct ukp_task_proof {
 	int tid;
 	struct ukp_qs_rec *qs;		/* with UKP_OUTSIDE_QS_READERS */
 	bool done;
+	bool moved;			/* its time changed once since we looked */
 	unsigned int gen;		/* its resume-point record's */
-	unsigned long long last;	/* its CPU time when we looked */
+	unsigned long long last;	/* its CPU time when we looked, then at
+					 * its first change */
 };
 
-/* Start (again) proving @t: nothing seen yet. */
+/* Start (again) proving @t: nothing seen yet.  A thread off every CPU
+ * now has an exact time: what it uses from here counts at once. */
 static void ukp_proof_reset(struct ukp_task_proof *t, unsigned int gen)
 {
+	bool exact = false;
+
 	t->gen = gen;
-	if (ukp_task_runtime(t->tid, &t->last))
+	if (ukp_task_time(t->tid, &t->last, &exact))
 		t->done = true;		/* exited */
+	t->moved = exact;
 }
 
 /* Look at @t once more.  Sets t->done when it is proven outside. */
@@ -474,6 +531,7 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 			   unsigned int flags)
 {
 	unsigned long long ns;
+	unsigned long in;
 	unsigned int gen;
 	uintptr_t pc;
 	bool intr_in;
@@ -505,12 +563,29 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 			t->done = true;	/* blocked, outside, cannot re-enter */
 		return;
 	}
-	if (ukp_task_runtime(t->tid, &ns)) {
+	if (ukp_task_runtime(t->tid, &ns, &in)) {
 		t->done = true;
 		return;
 	}
-	if (ns != t->last)
-		t->done = true;		/* it ran since we looked */
+	/*
+	 * The kernel updates a thread's time at a tick or when it leaves the
+	 * CPU, so the first change may be time used before we looked, up to
+	 * a point where it was preempted inside M (seen: a thread preempted
+	 * in a step slot while the region's bytes changed, SIGILL).  Time
+	 * used after that first change was used from wherever it stopped:
+	 * UKP_RAN_NS of it takes it out of any straight-line code.  (A thread
+	 * that was off every CPU when we looked starts "moved": its time was
+	 * exact then.)
+	 */
+	if (ns == t->last)
+		return;
+	if (!t->moved) {
+		t->moved = true;
+		t->last = ns;
+		return;
+	}
+	if (ns - t->last >= UKP_RAN_NS)
+		t->done = true;		/* it ran since it stopped */
 }
 
 /**

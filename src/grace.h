@@ -32,7 +32,12 @@
  *         calls execve;
  *       - a thread that is running or runnable has left straight-line code
  *         with no system call once it has run again: its on-CPU time
- *         (/proc/self/task/TID/schedstat) moved since we looked.
+ *         (/proc/self/task/TID/schedstat) changed once since we looked
+ *         (the kernel updates it at a tick or a switch, so that change may
+ *         be time used before we looked, up to a preemption inside M), and
+ *         then grew by 100 us more;
+ *       - a thread blocked in rt_sigreturn counts as running: it resumes
+ *         where its signal frame says, not at the pc /proc shows.
  *     What this cannot see: a thread kept in the kernel, its user pc inside
  *     M, across a scheduler update of its time (a page fault that takes
  *     longer than a tick, or a thread switched in and out again before it

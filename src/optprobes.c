@@ -595,7 +595,17 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	 * resumed in a step slot, which the proof below covers. */
 	ukp_synchronize();
 	rc.pts = calloc(n, sizeof(*rc.pts));
-	for (size_t i = 0; rc.pts && i < n; i++) {
+	if (!rc.pts) {
+		/* No memory for the proof: nothing is patched unproven; the
+		 * whole batch waits for a later pass. */
+		for (size_t i = 0; i < n; i++) {
+			batch[i]->opt_queued = true;
+			ukp_opt_queue[ukp_opt_nqueue++] = batch[i];
+		}
+		free(batch);
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);
 
 		if (op && !arch_opt_single(&op->aop))
@@ -651,7 +661,10 @@ static void *ukp_optimizer_thread(void *arg)
 		pthread_mutex_unlock(&ukp_kprobe_mutex);
 		usleep(5000);
 		pthread_mutex_lock(&ukp_kprobe_mutex);
-		if (ukp_optimize_pass(2000)) {
+		/* Up to two scheduler ticks of the threads' time (grace.c's
+		 * proof for running threads), with the mutex held as the
+		 * kernel's optimizer holds kprobe_mutex through its RCU wait. */
+		if (ukp_optimize_pass(20000)) {
 			pthread_mutex_unlock(&ukp_kprobe_mutex);
 			usleep(10000);
 			pthread_mutex_lock(&ukp_kprobe_mutex);

@@ -47,8 +47,9 @@ run_prog() {
 	local t=$1 name=$2 log rc line p f timeout=120
 	shift 2
 	# Criterion's --timeout overrides each test's own: the real-world
-	# programs (millions of traps) get more on a loaded machine.
-	case $t in */realworld/*) timeout=400 ;; esac
+	# programs (millions of traps) and the 10,000 churn cycles (each a
+	# grace period of several scheduler ticks) get more on a loaded machine.
+	case $t in */realworld/* | */scenario/churn) timeout=400 ;; esac
 	echo "=== $name"
 	log=$(mktemp)
 	# -j2: the machine has two cores; each test still forks on its own.
