@@ -392,18 +392,13 @@ static bool ukp_intr_inside(int tid, bool (*inside)(uintptr_t, void *), void *ar
 /* Step 3: thread positions                                                 */
 /* ------------------------------------------------------------------------ */
 
-/*
- * Read a small /proc file.  0, -ESRCH when the thread it is about is gone,
- * or another -errno when it could not be read (no memory, no descriptor):
- * that says nothing about the thread.
- */
 static int ukp_read_small(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	size_t n;
 
 	if (!f)
-		return errno == ENOENT || errno == ESRCH ? -ESRCH : errno ? -errno : -EIO;
+		return -1;
 	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
@@ -411,11 +406,10 @@ static int ukp_read_small(const char *path, char *buf, size_t len)
 }
 
 /*
- * Where a thread is: -ESRCH when it exited, another -errno when that could
- * not be read; 0 and *@pc = 0 when it is running or runnable, or when
- * where it will resume cannot be read from /proc; 0 and its user pc when
- * it is blocked in the kernel (in a system call, or a page fault: /proc
- * prints "-1 sp pc" for those).
+ * Where a thread is: -1 when it exited; 0 and *@pc = 0 when it is running
+ * or runnable, or when where it will resume cannot be read from /proc; 0
+ * and its user pc when it is blocked in the kernel (in a system call, or a
+ * page fault: /proc prints "-1 sp pc" for those).
  *
  * A thread blocked in rt_sigreturn shows the pc of the signal return
  * trampoline, but resumes where the signal frame says (after a trap
@@ -426,12 +420,10 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 {
 	char path[64], buf[256];
 	char *last;
-	int err;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	err = ukp_read_small(path, buf, sizeof(buf));
-	if (err)
-		return err;
+	if (ukp_read_small(path, buf, sizeof(buf)))
+		return -1;
 	if (!strncmp(buf, "running", 7) || strtol(buf, NULL, 10) == SYS_rt_sigreturn) {
 		*pc = 0;
 		return 0;
@@ -441,18 +433,14 @@ static int ukp_task_pc(int tid, uintptr_t *pc)
 	return 0;
 }
 
-/* A thread's on-CPU time and how many times it was switched in; errors as
- * ukp_task_pc(). */
 static int ukp_task_runtime(int tid, unsigned long long *ns, unsigned long *switched_in)
 {
 	char path[64], buf[128];
 	char *end;
-	int err;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-	err = ukp_read_small(path, buf, sizeof(buf));
-	if (err)
-		return err;
+	if (ukp_read_small(path, buf, sizeof(buf)))
+		return -1;
 	*ns = strtoull(buf, &end, 10);
 	strtoull(end, &end, 10);		/* time waiting on a run queue */
 	*switched_in = strtoul(end, NULL, 10);
@@ -486,12 +474,9 @@ static int ukp_task_time(int tid, unsigned long long *ns, bool *exact)
 {
 	long out1 = ukp_task_switched_out(tid), out2;
 	unsigned long in;
-	int err;
 
-	*exact = false;
-	err = ukp_task_runtime(tid, ns, &in);
-	if (err)
-		return err;
+	if (ukp_task_runtime(tid, ns, &in))
+		return -1;
 	out2 = ukp_task_switched_out(tid);
 	*exact = out1 >= 0 && out1 == out2 && (unsigned long)out2 == in;
 	return 0;
@@ -522,7 +507,6 @@ struct ukp_task_proof {
 	int tid;
 	struct ukp_qs_rec *qs;		/* with UKP_OUTSIDE_QS_READERS */
 	bool done;
-	bool have_last;			/* @last was read */
 	bool moved;			/* its time changed once since we looked */
 	unsigned int gen;		/* its resume-point record's */
 	unsigned long long last;	/* its CPU time when we looked, then at
@@ -530,16 +514,13 @@ struct ukp_task_proof {
 };
 
 /* Start (again) proving @t: nothing seen yet.  A thread off every CPU
- * now has an exact time: what it uses from here counts at once.  What
- * cannot be read proves nothing: the thread is proven only once seen. */
+ * now has an exact time: what it uses from here counts at once. */
 static void ukp_proof_reset(struct ukp_task_proof *t, unsigned int gen)
 {
 	bool exact = false;
-	int err = ukp_task_time(t->tid, &t->last, &exact);
 
 	t->gen = gen;
-	t->have_last = !err;
-	if (err == -ESRCH)
+	if (ukp_task_time(t->tid, &t->last, &exact))
 		t->done = true;		/* exited */
 	t->moved = exact;
 }
@@ -554,11 +535,9 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 	unsigned int gen;
 	uintptr_t pc;
 	bool intr_in;
-	int err;
 
-	err = ukp_task_pc(t->tid, &pc);
-	if (err) {
-		t->done = err == -ESRCH;	/* exited; or cannot tell yet */
+	if (ukp_task_pc(t->tid, &pc)) {
+		t->done = true;		/* exited */
 		return;
 	}
 	intr_in = !(flags & UKP_OUTSIDE_RESUME_REDIRECTED) &&
@@ -584,16 +563,8 @@ static void ukp_proof_step(struct ukp_task_proof *t,
 			t->done = true;	/* blocked, outside, cannot re-enter */
 		return;
 	}
-	err = ukp_task_runtime(t->tid, &ns, &in);
-	if (err) {
-		t->done = err == -ESRCH;
-		return;
-	}
-	if (!t->have_last) {
-		/* The first look that worked: from now on (not exact). */
-		t->last = ns;
-		t->have_last = true;
-		t->moved = false;
+	if (ukp_task_runtime(t->tid, &ns, &in)) {
+		t->done = true;
 		return;
 	}
 	/*

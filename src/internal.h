@@ -68,8 +68,6 @@ struct ukp_point {
 #define UKP_PT_GONE		0x4u	/* object unloaded */
 
 struct ukp_point *ukp_point_lookup(uintptr_t addr);	/* trap-safe */
-int ukp_points_reserve(size_t n);			/* mutex held */
-size_t ukp_points_live(void);				/* mutex held */
 int ukp_point_insert(struct ukp_point *pt);		/* mutex held */
 void ukp_point_remove(struct ukp_point *pt);		/* mutex held */
 void ukp_point_foreach(void (*fn)(struct ukp_point *, void *), void *arg);
@@ -250,7 +248,6 @@ bool ukp_unoptimize(struct ukp_point *pt);
 void ukp_opt_reclaim(void);
 bool ukp_opt_make_room(uintptr_t addr);
 bool ukp_opt_original_byte(struct ukp_point *pt, size_t i, uint8_t *b);
-int ukp_opt_reserve(size_t npoints);
 void ukp_opt_queue_point(struct ukp_point *pt);
 void ukp_opt_forget(struct ukp_point *pt);
 void ukp_opt_forget_gone(struct ukp_point *pt);

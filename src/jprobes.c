@@ -107,7 +107,7 @@ UKP_API int register_jprobes(struct jprobe **jps, int num)
 	kps = calloc((size_t)num, sizeof(*kps));
 	if (!kps)
 		return -ENOMEM;
-	err = ukp_ext_reserve();
+	ukp_ext_reserve();
 	for (int i = 0; i < num && !err; i++) {
 		err = ukp_jprobe_prepare(jps[i]);
 		if (!err)

@@ -52,34 +52,21 @@ static void ukp_atfork_child(void)
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
 }
 
-/*
- * Lazy initialisation: nothing happens when the library is merely loaded.
- * A failure leaves nothing the program could notice: the records stay
- * allocated for the next try, the fork handlers are registered once, and
- * /proc/self/mem is opened last, so no descriptor stays open.  Without the
- * fork handlers a child would patch its parent through the inherited
- * descriptor: no probe without them.
- */
+/* Lazy initialisation: nothing happens when the library is merely loaded. */
 static int ukp_init_locked(void)
 {
-	static bool done, atfork_done;
+	static bool done;
 	int err;
 
 	if (done)
 		return 0;
-	err = ukp_grace_init();
-	if (err)
-		return err;
-	if (!atfork_done) {
-		err = pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent,
-				     ukp_atfork_child);
-		if (err)
-			return -err;
-		atfork_done = true;
-	}
 	err = ukp_text_init();
 	if (err)
 		return err;
+	err = ukp_grace_init();
+	if (err)
+		return err;
+	pthread_atfork(ukp_atfork_prepare, ukp_atfork_parent, ukp_atfork_child);
 	ukp_opt_env_default();
 	arch_init();
 	done = true;
@@ -305,23 +292,17 @@ static int ukp_resolve(const struct kprobe *p, uintptr_t *addr,
 		a = (uintptr_t)p->addr + p->offset;	/* as _kprobe_addr() */
 	}
 
-	err = ukp_addr_executable(a);
-	if (err <= 0)
-		return err ? err : -EINVAL;
-	err = ukp_blacklisted(a);
-	if (err)
-		return err > 0 ? -EINVAL : err;
+	if (!ukp_addr_executable(a))
+		return -EINVAL;
+	if (ukp_blacklisted(a))
+		return -EINVAL;
 	{
 		uintptr_t slot;
 
 		if (ukp_slot_info_at(a, &slot))	/* our own slots */
 			return -EINVAL;
 	}
-	/* Without its function, no boundary check: only when there is none. */
-	err = ukp_symbol_containing(a, fn);
-	if (err && err != -ENOENT)
-		return err;
-	*have_fn = !err && fn->size;
+	*have_fn = !ukp_symbol_containing(a, fn) && fn->size;
 	if (*have_fn) {
 		err = ukp_check_boundary(fn, a);
 		if (err)
@@ -562,17 +543,6 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 	}
 	ukp_key_index_fini(&seen);
 	ukp_key_index_fini(&first_at);
-	/* Room in the point table and the optimizer's queue first: after
-	 * the signals are taken, nothing may fail. */
-	if (!err) {
-		size_t nnew = 0;
-
-		for (int j = 0; j < num; j++)
-			nnew += pd[j].new_pt;
-		err = ukp_points_reserve(nnew);
-		if (!err)
-			err = ukp_opt_reserve(ukp_points_live() + nnew);
-	}
 	if (!err)
 		err = ukp_trap_install();
 	if (err) {
@@ -582,8 +552,7 @@ static int __register_kprobes(struct kprobe **kps, int num, enum ukp_kind kind)
 		return err;
 	}
 
-	/* Commit: nothing below fails but arming, which only warns (the
-	 * inserts have their room). */
+	/* Commit: nothing below fails but arming, which only warns. */
 	for (i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
 
@@ -659,18 +628,10 @@ UKP_API int register_kprobe(struct kprobe *p)
 
 static void __unregister_kprobes(struct kprobe **kps, int num)
 {
-	struct ukp_point *one, **dead;
+	struct ukp_point **dead = calloc((size_t)num, sizeof(*dead));
 	int ndead = 0;
 	bool changed = false, any = false;
 
-	/* Removed points are freed after the grace period: with no room to
-	 * list them, one probe at a time (a grace period each). */
-	dead = num == 1 ? &one : calloc((size_t)num, sizeof(*dead));
-	if (!dead) {
-		for (int i = 0; i < num; i++)
-			__unregister_kprobes(&kps[i], 1);
-		return;
-	}
 	ukp_check_gone();
 	for (int i = 0; i < num; i++) {
 		struct kprobe *p = kps[i];
@@ -691,12 +652,12 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 		if (!pt->nprobes) {
 			ukp_opt_forget(pt);
 			ukp_point_remove(pt);
-			dead[ndead++] = pt;
+			if (dead)
+				dead[ndead++] = pt;
 		}
 	}
 	if (!any) {
-		if (dead != &one)
-			free(dead);
+		free(dead);
 		return;
 	}
 	if (changed)
@@ -730,8 +691,7 @@ static void __unregister_kprobes(struct kprobe **kps, int num)
 			kps[i]->ukp_next = NULL;
 		}
 	}
-	if (dead != &one)
-		free(dead);
+	free(dead);
 }
 
 UKP_API void unregister_kprobes(struct kprobe **kps, int num)

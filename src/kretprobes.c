@@ -150,13 +150,10 @@ UKP_API int register_kretprobes(struct kretprobe **rps, int num)
 		return -EINVAL;
 	/* Under a CET shadow stack the replaced return address would fault
 	 * at the return. */
-	err = arch_kretprobe_check();
-	if (err)
-		return err;
+	if (!arch_kretprobe_supported())
+		return -EOPNOTSUPP;
 	ukp_free_dead_pools();
-	err = ukp_ext_reserve();
-	if (err)
-		return err;
+	ukp_ext_reserve();
 	/* The return path's grace period; its fence also lets threads keep
 	 * free instances (ri_cache.h). */
 	if (!ukp_qs_init())

@@ -65,13 +65,12 @@ static void ukp_bl_line(uintptr_t start, uintptr_t end, const char *name, void *
 UKP_API int ukprobes_print_blacklist(FILE *out)
 {
 	struct ukp_list_ctx ctx = { out, 0 };
-	int err;
 
 	if (!out)
 		return -EINVAL;
 	pthread_mutex_lock(&ukp_kprobe_mutex);
 	ukp_symbols_refresh();
 	pthread_mutex_unlock(&ukp_kprobe_mutex);
-	err = ukp_blacklist_foreach(ukp_bl_line, &ctx);
-	return err ? err : ctx.lines;
+	ukp_blacklist_foreach(ukp_bl_line, &ctx);
+	return ctx.lines;
 }

@@ -63,17 +63,15 @@ static bool ukp_exec_lookup(uintptr_t addr)
 	return false;
 }
 
-int ukp_addr_executable(uintptr_t addr)
+bool ukp_addr_executable(uintptr_t addr)
 {
 	struct ukp_map *m;
 	size_t n;
-	int err;
 
 	if (ukp_exec_lookup(addr))
-		return 1;
-	err = ukp_maps_read(&m, &n);
-	if (err)
-		return err;
+		return true;
+	if (ukp_maps_read(&m, &n))
+		return false;
 	free(ukp_exec_cache);
 	ukp_exec_cache = m;
 	ukp_exec_n = n;

@@ -15,9 +15,8 @@ struct ukp_map {
 /* The mappings, sorted by address (malloc'd array).  0 or -errno. */
 int ukp_maps_read(struct ukp_map **out, size_t *n);
 
-/* Is @addr in an executable mapping?  1 yes, 0 no, -errno when the map
- * could not be read.  Re-reads the map when the cached one does not say
- * yes.  Caller holds ukp_kprobe_mutex. */
-int ukp_addr_executable(uintptr_t addr);
+/* Is @addr in an executable mapping?  Re-reads the map when the cached one
+ * does not say yes.  Caller holds ukp_kprobe_mutex. */
+bool ukp_addr_executable(uintptr_t addr);
 
 #endif

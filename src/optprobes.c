@@ -355,37 +355,21 @@ static bool ukp_point_gpr_only(struct ukp_point *pt)
 
 static void *ukp_optimizer_thread(void *arg);
 
-/**
- * ukp_opt_reserve() - room in the queue for @npoints points, every point
- * there will be: a point is queued once at most, so queueing then never
- * fails (a point left out would never be optimized).  Returns 0 or -ENOMEM.
- */
-int ukp_opt_reserve(size_t npoints)
-{
-	size_t cap = ukp_opt_capqueue ? ukp_opt_capqueue : 64;
-	void *nq;
-
-	while (cap < npoints)
-		cap *= 2;
-	if (cap == ukp_opt_capqueue)
-		return 0;
-	nq = realloc(ukp_opt_queue, cap * sizeof(*ukp_opt_queue));
-	if (!nq)
-		return -ENOMEM;
-	ukp_opt_queue = nq;
-	ukp_opt_capqueue = cap;
-	return 0;
-}
-
 /** ukp_opt_queue_point() - optimize @pt later if it may be. */
 void ukp_opt_queue_point(struct ukp_point *pt)
 {
 	if (pt->opt_queued || pt->opt_refused || atomic_load(&pt->opt) ||
 	    !ukp_opt_eligible(pt))
 		return;
-	if (ukp_opt_nqueue == ukp_opt_capqueue &&
-	    ukp_opt_reserve(ukp_opt_nqueue + 1))
-		return;		/* not reserved (ukp_opt_reserve()) */
+	if (ukp_opt_nqueue == ukp_opt_capqueue) {
+		size_t cap = ukp_opt_capqueue ? 2 * ukp_opt_capqueue : 64;
+		void *nq = realloc(ukp_opt_queue, cap * sizeof(*ukp_opt_queue));
+
+		if (!nq)
+			return;
+		ukp_opt_queue = nq;
+		ukp_opt_capqueue = cap;
+	}
 	ukp_opt_queue[ukp_opt_nqueue++] = pt;
 	pt->opt_queued = true;
 	if (!ukp_optimizer_running) {
@@ -456,28 +440,19 @@ static struct {
 	uint8_t *code;
 } ukp_fn_code;
 
-/* 0 and *@code, or -ENOMEM, or the error reading it. */
-static int ukp_opt_function_code(const struct ukp_symbol *fn, const uint8_t **code)
+static const uint8_t *ukp_opt_function_code(const struct ukp_symbol *fn)
 {
-	int err;
-
-	*code = ukp_fn_code.code;
 	if (ukp_fn_code.code && ukp_fn_code.addr == fn->addr && ukp_fn_code.size == fn->size)
-		return 0;
+		return ukp_fn_code.code;
 	free(ukp_fn_code.code);
 	ukp_fn_code.code = malloc(fn->size);
-	if (!ukp_fn_code.code)
-		return -ENOMEM;
-	err = ukp_read_original(fn->addr, ukp_fn_code.code, fn->size);
-	if (err) {
+	if (ukp_fn_code.code && ukp_read_original(fn->addr, ukp_fn_code.code, fn->size)) {
 		free(ukp_fn_code.code);
 		ukp_fn_code.code = NULL;
-		return err;
 	}
 	ukp_fn_code.addr = fn->addr;
 	ukp_fn_code.size = fn->size;
-	*code = ukp_fn_code.code;
-	return 0;
+	return ukp_fn_code.code;
 }
 
 static void ukp_opt_pass_done(void)
@@ -487,26 +462,21 @@ static void ukp_opt_pass_done(void)
 	arch_opt_batch_done();
 }
 
-/*
- * Build the detour of @pt: PREPARED.  Returns 0; -ENOMEM when it may be
- * tried again later (memory ran out); another -errno when it cannot be
- * optimized.
- */
-static int ukp_opt_prepare(struct ukp_point *pt)
+/* Build the detour of @pt: PREPARED.  False when it cannot be optimized. */
+static bool ukp_opt_prepare(struct ukp_point *pt)
 {
 	struct ukp_symbol fn;
-	int sym_err = ukp_symbol_containing(pt->addr, &fn);
-	bool have_fn = !sym_err && fn.size;
+	bool have_fn = !ukp_symbol_containing(pt->addr, &fn) && fn.size;
 	bool entry = have_fn && fn.addr == pt->addr;
 	struct ukp_opt *op = calloc(1, sizeof(*op));
 	bool gpr = ukp_point_gpr_only(pt), prime = ukp_point_has_kretprobe(pt);
 	uint8_t quick[UKP_ARCH_MAX_REGION];
 	const uint8_t *code;
 	size_t len = sizeof(quick);
-	int err = -EINVAL;
+	int err;
 
 	if (!op)
-		return -ENOMEM;
+		return false;
 	/* The jump covers UKP_ARCH_MAX_PATCH bytes at least: a probe there
 	 * refuses it before any decoding (a probe on every instruction of
 	 * a function would otherwise decode the function for each). */
@@ -519,11 +489,9 @@ static int ukp_opt_prepare(struct ukp_point *pt)
 		len--;			/* the end of a mapping */
 	err = len ? arch_prepare_optimized(pt, &op->aop, quick, pt->addr, len, false,
 					   entry, gpr, prime) : -EINVAL;
-	if (err == -EAGAIN && sym_err && sym_err != -ENOENT)
-		err = sym_err;	/* its function may be known later */
 	if (err == -EAGAIN && have_fn) {
-		err = ukp_opt_function_code(&fn, &code);
-		if (!err)
+		code = ukp_opt_function_code(&fn);
+		if (code)
 			err = arch_prepare_optimized(pt, &op->aop, code, fn.addr, fn.size, true,
 						     entry, gpr, prime);
 	}
@@ -533,16 +501,15 @@ static int ukp_opt_prepare(struct ukp_point *pt)
 	for (size_t i = 1; i < arch_opt_region_len(&op->aop); i++)
 		if (ukp_point_lookup(pt->addr + i)) {
 			arch_release_optimized(&op->aop, false);
-			err = -EINVAL;
 			goto fail;
 		}
 	atomic_store(&op->state, UKP_OPT_PREPARED);
 	op->pt = pt;
 	ukp_opt_attach(pt, op);
-	return 0;
+	return true;
 fail:
 	free(op);
-	return err == -EAGAIN ? -EINVAL : err;
+	return false;
 }
 
 struct ukp_region_check {
@@ -604,35 +571,25 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 	batch = calloc(ukp_opt_nqueue, sizeof(*batch));
 	if (!batch)
 		return ukp_opt_nqueue;
-	for (size_t i = 0, nq = ukp_opt_nqueue; i < nq; i++) {
+	for (size_t i = 0; i < ukp_opt_nqueue; i++) {
 		struct ukp_point *pt = ukp_opt_queue[i];
 
 		pt->opt_queued = false;
 		if (!atomic_load(&pt->opt)) {
-			int err;
-
 			if (!ukp_opt_eligible(pt))
 				continue;
-			err = ukp_opt_prepare(pt);
-			if (err == -ENOMEM) {
-				/* No refusal: the next pass tries again
-				 * (waiting <= i: the queue is read ahead). */
-				ukp_opt_queue[waiting++] = pt;
-				pt->opt_queued = true;
-				continue;
-			}
-			if (err) {
+			if (!ukp_opt_prepare(pt)) {
 				pt->opt_refused = true;
 				continue;
 			}
 		}
 		batch[n++] = pt;
 	}
-	ukp_opt_nqueue = waiting;
+	ukp_opt_nqueue = 0;
 	ukp_opt_pass_done();
 	if (!n) {
 		free(batch);
-		return waiting;
+		return 0;
 	}
 	/* Trap handlers that read "not prepared" are done after this: they
 	 * resumed in a step slot, which the proof below covers. */
@@ -646,7 +603,7 @@ size_t ukp_optimize_pass(unsigned int max_wait_us)
 			ukp_opt_queue[ukp_opt_nqueue++] = batch[i];
 		}
 		free(batch);
-		return waiting + n;
+		return n;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct ukp_opt *op = atomic_load(&batch[i]->opt);

@@ -31,12 +31,6 @@ bool ukp_opt_original_byte(struct ukp_point *pt, size_t i, uint8_t *b)
 	return false;
 }
 
-int ukp_opt_reserve(size_t npoints)
-{
-	(void)npoints;
-	return 0;	/* nothing is ever queued */
-}
-
 void ukp_opt_queue_point(struct ukp_point *pt)
 {
 	(void)pt;

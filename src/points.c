@@ -85,16 +85,16 @@ static void ukp_ptable_put(struct ukp_ptable *t, struct ukp_point *pt)
 	}
 }
 
-/* Grow (or clean tombstones) so that @more inserts keep load <= 1/2. */
-static int ukp_ptable_reserve(size_t more)
+/* Grow (or clean tombstones) so that one more insert keeps load <= 1/2. */
+static int ukp_ptable_reserve(void)
 {
 	struct ukp_ptable *t = atomic_load(&ukp_ptable), *n;
 	size_t buckets;
 
-	if (t && (t->used + more) * 2 <= t->mask + 1)
+	if (t && (t->used + 1) * 2 <= t->mask + 1)
 		return 0;
 	buckets = t ? t->mask + 1 : 1024;
-	while (((t ? t->live : 0) + more) * 4 > buckets)
+	while ((t ? t->live + 1 : 1) * 4 > buckets)
 		buckets *= 2;
 	n = ukp_ptable_new(buckets);
 	if (!n)
@@ -113,33 +113,13 @@ static int ukp_ptable_reserve(size_t more)
 	return 0;
 }
 
-/**
- * ukp_points_reserve() - make room for @n inserts, so that the next @n
- * ukp_point_insert() calls cannot fail.  Caller holds ukp_kprobe_mutex.
- * Returns 0 or -ENOMEM.
- */
-int ukp_points_reserve(size_t n)
-{
-	ukp_assert_mutex_held();
-	return n ? ukp_ptable_reserve(n) : 0;
-}
-
-/** ukp_points_live() - how many points there are.  Mutex held. */
-size_t ukp_points_live(void)
-{
-	struct ukp_ptable *t = atomic_load(&ukp_ptable);
-
-	ukp_assert_mutex_held();
-	return t ? t->live : 0;
-}
-
 /** ukp_point_insert() - publish @pt.  Caller holds ukp_kprobe_mutex. */
 int ukp_point_insert(struct ukp_point *pt)
 {
 	int err;
 
 	ukp_assert_mutex_held();
-	err = ukp_ptable_reserve(1);
+	err = ukp_ptable_reserve();
 
 	if (err)
 		return err;

@@ -405,36 +405,20 @@ static bool image_same_file(const struct image *img, const char *key,
 	       img->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-static void image_free(struct image *img)
-{
-	free(img->key);
-	free(img->path);
-	free(img->real);
-	free(img->strs);
-	free(img->syms);
-	free(img->by_name);
-	free(img->by_addr);
-	free(img->max_end);
-	free(img);
-}
-
-/*
- * A new image, or NULL with *@err set when memory ran out: such an image
- * is not kept (kept, it would stay without symbols for good), so that the
- * next scan reads the file again.
- */
 static struct image *image_new(const char *key, bool is_main, int fd,
-			       const struct stat *st, int *err)
+			       const struct stat *st)
 {
 	struct image *img = calloc(1, sizeof(*img));
+	int err;
 
-	*err = -ENOMEM;
 	if (!img)
 		return NULL;
 	img->key = strdup(key);
 	img->path = is_main ? main_path() : strdup(*key ? key : "[vdso]");
 	if (!img->key || !img->path) {
-		image_free(img);
+		free(img->key);
+		free(img->path);
+		free(img);
 		return NULL;
 	}
 	img->base = strrchr(img->path, '/') ? strrchr(img->path, '/') + 1 :
@@ -444,46 +428,25 @@ static struct image *image_new(const char *key, bool is_main, int fd,
 		img->ino = st->st_ino;
 		img->fsize = st->st_size;
 		img->mtime = st->st_mtim;
-		errno = 0;
 		img->real = realpath(img->path, NULL);
-		if (!img->real && errno == ENOMEM) {
-			image_free(img);
-			return NULL;
-		}
 	}
 	/* An image without symbols is still useful: it names the object. */
 	if (fd >= 0 && ukp_syms.elf_ok) {
-		int rerr;
-
-		errno = 0;	/* libelf fails with NULL, malloc says ENOMEM */
-		rerr = image_read_elf(img, fd);
-		if (rerr == -ENOMEM || (rerr && errno == ENOMEM)) {
-			image_free(img);
-			return NULL;
-		}
-		if (rerr) {
+		err = image_read_elf(img, fd);
+		if (err) {
 			pr_warn("cannot read the symbols of %s (%d)\n",
-				img->path, rerr);
+				img->path, err);
 			img->nsyms = 0;
 			img->naddrs = 0;
 		}
 	}
-	*err = 0;
 	img->next = ukp_syms.images;
 	ukp_syms.images = img;
 	return img;
 }
 
-/* Errors of open() that say nothing about the file: try again later. */
-static bool open_error_transient(int e)
-{
-	return e == EMFILE || e == ENFILE || e == ENOMEM || e == EINTR;
-}
-
-/* The image of the file behind @key, parsed on first sight; NULL with
- * *@err (-ENOMEM, -EMFILE...) when it cannot be had now. */
-static struct image *image_get(const char *key, bool is_main, bool is_vdso,
-			       int *err)
+/* The image of the file behind @key, parsed on first sight. */
+static struct image *image_get(const char *key, bool is_main, bool is_vdso)
 {
 	const char *file = is_main ? UKP_MAIN_FILE : key;
 	struct image *img;
@@ -491,13 +454,8 @@ static struct image *image_get(const char *key, bool is_main, bool is_vdso,
 	bool have_st = false;
 	int fd = -1;
 
-	*err = 0;
 	if (!is_vdso && *file) {
 		fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && open_error_transient(errno)) {
-			*err = -errno;
-			return NULL;
-		}
 		if (fd >= 0 && !fstat(fd, &st))
 			have_st = true;
 	}
@@ -506,7 +464,7 @@ static struct image *image_get(const char *key, bool is_main, bool is_vdso,
 			break;
 	if (!img)
 		img = image_new(key, is_main, have_st ? fd : -1,
-				have_st ? &st : NULL, err);
+				have_st ? &st : NULL);
 	if (fd >= 0)
 		close(fd);
 	return img;
@@ -762,16 +720,14 @@ static bool object_is_entry(const struct object *o, const struct scan_entry *e)
 	       !strcmp(o->dlname, e->dlname);
 }
 
-/* A new object for @e, taking its strings; NULL with *@err when out of
- * memory (or descriptors). */
-static struct object *object_new(struct scan_entry *e, int *err)
+/* A new object for @e, taking its strings; NULL when out of memory. */
+static struct object *object_new(struct scan_entry *e)
 {
 	struct object *o = calloc(1, sizeof(*o));
 
-	*err = -ENOMEM;
 	if (!o)
 		return NULL;
-	o->img = image_get(e->dlname, e->is_main, e->is_vdso, err);
+	o->img = image_get(e->dlname, e->is_main, e->is_vdso);
 	if (!o->img) {
 		free(o);
 		return NULL;
@@ -992,9 +948,8 @@ static int bl_add_libc(struct object *o, struct blvec *b)
 /*
  * Build @o's ranges.  Reads the object's memory, so runs inside a
  * dl_iterate_phdr() callback, where the object cannot be unloaded.
- * Returns 0, or -ENOMEM (the object stays pending).
  */
-static int object_read_blacklist(struct object *o)
+static void object_read_blacklist(struct object *o)
 {
 	struct blvec b = { 0 };
 	int err = 0, invalid = 0;
@@ -1010,7 +965,7 @@ static int object_read_blacklist(struct object *o)
 		err = bl_add_libc(o, &b);
 	if (err) {
 		free(b.v);
-		return err;	/* out of memory: stay pending */
+		return;		/* out of memory: stay pending */
 	}
 	free(o->bl);
 	o->bl = b.v;
@@ -1019,20 +974,17 @@ static int object_read_blacklist(struct object *o)
 	if (invalid && !o->bl_pending)
 		pr_warn("%s: %s entries that are not code, ignored\n",
 			o->img->path, UKP_BL_SECTION);
-	return 0;
 }
 
 static int read_blacklist_cb(struct dl_phdr_info *info, size_t size,
 			     void *data)
 {
-	int *err = data;
 	struct object *o;
 
 	for (o = ukp_syms.objects; o; o = o->next) {
 		if (o->bl_pending && o->bias == info->dlpi_addr &&
 		    o->phdr == info->dlpi_phdr) {
-			if (object_read_blacklist(o))
-				*err = -ENOMEM;
+			object_read_blacklist(o);
 			break;
 		}
 	}
@@ -1084,22 +1036,17 @@ static int blacklist_rebuild(void)
 	return 0;
 }
 
-/*
- * Read the blacklists not read yet, then publish the merged array.
- * -ENOMEM when some object's ranges are missing from it.
- */
+/* Read the blacklists not read yet, then publish the merged array. */
 static int blacklist_update(void)
 {
 	struct object *o;
-	int err = 0, rerr;
 
-	dl_iterate_phdr(read_blacklist_cb, &err);
+	dl_iterate_phdr(read_blacklist_cb, NULL);
 	ukp_syms.pending = false;
 	for (o = ukp_syms.objects; o; o = o->next)
 		if (o->bl_pending)
 			ukp_syms.pending = true;
-	rerr = blacklist_rebuild();
-	return err ? err : rerr;
+	return blacklist_rebuild();
 }
 
 static bool bl_search(uintptr_t addr)
@@ -1155,12 +1102,11 @@ static int syms_rescan(void)
 	}
 	for (i = 0; i < s.n; i++) {
 		struct object *o = object_take(&old, &s.v[i]);
-		int oerr;
 
 		if (!o)
-			o = object_new(&s.v[i], &oerr);
+			o = object_new(&s.v[i]);
 		if (!o) {
-			err = oerr;	/* that object is missed this time */
+			err = -ENOMEM;	/* that object is missed this time */
 			continue;
 		}
 		*tail = o;
@@ -1197,20 +1143,17 @@ static int syms_update(void)
 	return syms_rescan();
 }
 
-/*
- * Take the lock and update.  The caches are usable after an error, but
- * may lack objects (or blacklisted ranges): callers answer from them what
- * they find there, and the error where an answer depends on what is
- * missing ("not found", "not blacklisted").
- */
+/* Update, but carry on with the old caches if that fails. */
 static int syms_lock_update(void)
 {
 	int err;
 
 	pthread_mutex_lock(&ukp_syms.lock);
 	err = syms_update();
-	if (err)
+	if (err && ukp_syms.ready) {
 		pr_debug("symbol cache refresh failed (%d)\n", err);
+		err = 0;
+	}
 	return err;
 }
 
@@ -1429,8 +1372,7 @@ static int ifunc_finish(struct ifunc_req *r, struct ukp_symbol *out)
  * dlsym(), which runs its resolver, with the lock dropped.
  *
  * Return: 0, -ENOENT (unknown symbol or object), -EINVAL (malformed spec),
- * -ENOMEM (or another errno of the symbol cache's update: it was not found
- * in what could be read).
+ * -ENOMEM.
  */
 int ukp_symbol_lookup(const char *spec, struct ukp_symbol *out)
 {
@@ -1439,7 +1381,7 @@ int ukp_symbol_lookup(const char *spec, struct ukp_symbol *out)
 	struct ifunc_req req;
 	bool ifunc = false;
 	struct spec sp;
-	int err, uerr;
+	int err;
 
 	err = spec_parse(spec, &sp);
 	if (!err && !out)
@@ -1448,10 +1390,9 @@ int ukp_symbol_lookup(const char *spec, struct ukp_symbol *out)
 		free(sp.buf);
 		return err;
 	}
-	uerr = syms_lock_update();
-	err = find_symbol(&sp, &o, &s);
-	if (err && uerr)
-		err = uerr;	/* it may be in what could not be read */
+	err = syms_lock_update();
+	if (!err)
+		err = find_symbol(&sp, &o, &s);
 	if (!err) {
 		fill(out, o, s);
 		ifunc = s->type == STT_GNU_IFUNC;
@@ -1471,9 +1412,7 @@ int ukp_symbol_lookup(const char *spec, struct ukp_symbol *out)
  * @out:  filled in: the symbol, or on -ENOENT the object alone (name NULL,
  *        addr and size 0; object NULL too when @addr is in no object).
  *
- * Return: 0, -ENOENT, or -ENOMEM (or another errno of the cache's update)
- * when the symbol cache could not be brought up to date and has no symbol
- * for @addr (@out may still name the object).
+ * Return: 0 or -ENOENT.
  */
 int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out)
 {
@@ -1485,6 +1424,10 @@ int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	err = syms_lock_update();
+	if (err) {
+		pthread_mutex_unlock(&ukp_syms.lock);
+		return err;
+	}
 	o = object_at(addr, false);
 	if (o) {
 		out->object = o->img->base;
@@ -1494,7 +1437,7 @@ int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out)
 			fill(out, o, s);
 	}
 	pthread_mutex_unlock(&ukp_syms.lock);
-	return s ? 0 : err ? err : -ENOENT;
+	return s ? 0 : -ENOENT;
 }
 
 /**
@@ -1503,19 +1446,16 @@ int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out)
  *
  * A binary search in the merged ranges, after the cheap refresh check.
  *
- * Return: 1 if blacklisted, 0 if not, -ENOMEM (or another errno of the
- * update) when the ranges could not all be read and @addr is in none of
- * those that were: it may be in one that is missing.
+ * Return: 1 if blacklisted, 0 if not.
  */
 int ukp_blacklisted(uintptr_t addr)
 {
 	bool hit;
-	int err;
 
-	err = syms_lock_update();
+	syms_lock_update();
 	hit = ukp_syms.bl && bl_search(addr);
 	pthread_mutex_unlock(&ukp_syms.lock);
-	return hit ? 1 : err;
+	return hit;
 }
 
 /**
@@ -1524,30 +1464,21 @@ int ukp_blacklisted(uintptr_t addr)
  * @arg: passed to @fn.
  *
  * @fn runs on a copy with the lock dropped, so it may look symbols up.
- *
- * Return: 0, or -ENOMEM (another errno of the update) with @fn never
- * called: the ranges could not all be read, or not copied.
  */
-int ukp_blacklist_foreach(ukp_blacklist_fn fn, void *arg)
+void ukp_blacklist_foreach(ukp_blacklist_fn fn, void *arg)
 {
-	struct bl_range *copy = NULL;
+	struct bl_range *copy;
 	size_t i, n;
-	int err;
 
-	err = syms_lock_update();
+	syms_lock_update();
 	n = ukp_syms.nbl;
-	if (!err) {
-		copy = malloc((n + 1) * sizeof(*copy));
-		if (!copy)
-			err = -ENOMEM;
-		else if (n)
-			memcpy(copy, ukp_syms.bl, n * sizeof(*copy));
-	}
+	copy = malloc((n + 1) * sizeof(*copy));
+	if (copy && n)
+		memcpy(copy, ukp_syms.bl, n * sizeof(*copy));
 	pthread_mutex_unlock(&ukp_syms.lock);
-	if (err)
-		return err;
+	if (!copy)
+		return;
 	for (i = 0; i < n; i++)
 		fn(copy[i].start, copy[i].end, copy[i].name, arg);
 	free(copy);
-	return 0;
 }

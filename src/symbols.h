@@ -34,18 +34,14 @@ struct ukp_symbol {
  * An STT_GNU_IFUNC symbol resolves to the implementation the dynamic linker
  * chose (as dlsym() does), with the bounds of that implementation when known.
  *
- * Returns 0, -ENOENT (unknown symbol or object), -EINVAL (malformed spec),
- * -ENOMEM (or -EMFILE...) when it was not found and the cache could not be
- * brought up to date.
+ * Returns 0, -ENOENT (unknown symbol or object), -EINVAL (malformed spec).
  */
 int ukp_symbol_lookup(const char *spec, struct ukp_symbol *out);
 
 /**
  * ukp_symbol_containing() - the function (sized symbol) that contains @addr.
  * Returns 0, or -ENOENT when no sized symbol covers @addr (the object and its
- * base are still filled in when @addr lies in a loaded object; name is NULL),
- * or -ENOMEM (-EMFILE...) instead when the cache could not be brought up to
- * date: the symbol may be in what is missing.
+ * base are still filled in when @addr lies in a loaded object; name is NULL).
  */
 int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out);
 
@@ -54,16 +50,14 @@ int ukp_symbol_containing(uintptr_t addr, struct ukp_symbol *out);
  * libukprobes itself, functions marked NOKPROBE_SYMBOL() in any loaded object
  * (section "_ukprobe_blacklist"), and the few libc functions that the trap
  * path or the kernel's signal delivery run (__restore_rt, __errno_location).
- * Returns 1 if blacklisted, 0 if not, -ENOMEM (-EMFILE...) when the ranges
- * could not all be read and @addr is in none that were.
+ * Returns 1 if blacklisted, 0 if not.
  */
 int ukp_blacklisted(uintptr_t addr);
 
-/** ukp_blacklist_foreach() - call @fn for each blacklisted range: 0, or
- *  -ENOMEM (-EMFILE...) when they cannot all be had (@fn not called). */
+/** ukp_blacklist_foreach() - call @fn for each blacklisted range. */
 typedef void (*ukp_blacklist_fn)(uintptr_t start, uintptr_t end,
 				 const char *name, void *arg);
-int ukp_blacklist_foreach(ukp_blacklist_fn fn, void *arg);
+void ukp_blacklist_foreach(ukp_blacklist_fn fn, void *arg);
 
 /**
  * ukp_symbols_refresh() - notice objects loaded or unloaded since the last

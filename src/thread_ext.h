@@ -60,8 +60,7 @@ static inline struct ukp_thread_ext *ukp_ext_peek(void)
  * there are, and block @i (NULL while it is being added). */
 unsigned int ukp_ext_count(void);
 struct ukp_thread_ext *ukp_ext_block(unsigned int i);
-/* Keep enough free blocks for the threads there are (API calls only).
- * 0, or -ENOMEM when there are fewer than that. */
-int ukp_ext_reserve(void);
+/* Keep enough free blocks for the threads there are (API calls only). */
+void ukp_ext_reserve(void);
 
 #endif

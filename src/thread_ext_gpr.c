@@ -6,7 +6,6 @@
  * one registration of their unwind information (kretprobe_unwind.c): few
  * objects for unwinders to search, little memory for a few threads. */
 #include <dirent.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +108,7 @@ static void ukp_ext_key_init(void)
 	ukp_ext_key_ok = !pthread_key_create(&ukp_ext_key, ukp_ext_release);
 }
 
-int ukp_ext_reserve(void)
+void ukp_ext_reserve(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,6 +132,4 @@ int ukp_ext_reserve(void)
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	/* Short of blocks, a thread's hits would all be missed. */
-	return n < want && n < UKP_EXT_MAX ? -ENOMEM : 0;
 }

@@ -47,10 +47,9 @@ run_prog() {
 	local t=$1 name=$2 log rc line p f timeout=120
 	shift 2
 	# Criterion's --timeout overrides each test's own: the real-world
-	# programs (millions of traps), the 10,000 churn cycles (each a grace
-	# period of several scheduler ticks) and alloc_fail (hundreds of
-	# forked runs in a test) get more on a loaded machine.
-	case $t in */realworld/* | */scenario/churn | */scenario/alloc_fail) timeout=400 ;; esac
+	# programs (millions of traps) and the 10,000 churn cycles (each a
+	# grace period of several scheduler ticks) get more on a loaded machine.
+	case $t in */realworld/* | */scenario/churn) timeout=400 ;; esac
 	echo "=== $name"
 	log=$(mktemp)
 	# -j2: the machine has two cores; each test still forks on its own.
@@ -88,10 +87,6 @@ elif [ -z "${UKP_TEST_UPROBE:-}" ]; then
 			[ -x "$t" ] && [ -f "$t" ] || continue
 			name=$(basename "$t")
 			selected "$name" || continue
-			# alloc_fail is about the allocations of the API calls, not
-			# traps: beside a uprobe it would take as long again for
-			# nothing the other scenarios do not cover.
-			[ "$name" != alloc_fail ] || continue
 			run_prog "$t" "$name+uprobe" UKP_TEST_UPROBE=require
 		done
 	else

@@ -109,22 +109,6 @@ $(B)/tests/realworld/%: tests/realworld/%.c $$(call test_asm,tests/realworld/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(LINK_UKP) $(TEST_LIBS) $(ARCH_LIBS) -lelf
 
-# Scenario programs that run their tests' bodies in a lean twin under
-# Criterion: the same source built with tests/harness/ into
-# $(B)/tests/lean/NAME (not a test program of its own: run.sh never runs it).
-# alloc_fail forks its process for every allocation it fails, thousands of
-# times, and the library's first registration reads every loaded object:
-# without Criterion's twenty libraries in the process that is a quarter of
-# the work.  With HARNESS=ours the program is lean itself.
-LEAN_NAMES := alloc_fail
-ifneq ($(HARNESS),ours)
-$(B)/tests/lean/%: tests/scenario/%.c $$(call test_asm,tests/scenario/%.c) $(LIB_SO) $(B)/libukprobes.so $(SUPPORT_OBJS) $(wildcard tests/support/*.h) $(B)/tests/harness/harness.o $(TEST_HARNESS_STAMP)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -DUKP_TEST_HARNESS -o $@ $< $(call test_asm,$<) $(SUPPORT_OBJS) $(B)/tests/harness/harness.o $(LINK_UKP) $(CROSS_LDFLAGS) -lz -lpthread -ldl -lm
-
-$(patsubst %,$(B)/tests/scenario/%,$(LEAN_NAMES)): $(B)/tests/scenario/%: $(B)/tests/lean/%
-endif
-
 .PHONY: tests check
 tests: lib $(ALL_TESTS)
 

@@ -83,10 +83,9 @@ uintptr_t arch_call_ifunc_resolver(uintptr_t resolver);
 
 /* ---- preparing and arming (ukp_kprobe_mutex held) ---------------------- */
 
-/** arch_kretprobe_check() - can a return address be replaced here?
- *  (Not under a hardware-checked shadow stack.)  0 yes, -EOPNOTSUPP no,
- *  another -errno when it cannot be told now.  API calls only. */
-int arch_kretprobe_check(void);
+/** arch_kretprobe_supported() - can a return address be replaced here?
+ *  (Not under a hardware-checked shadow stack.)  API calls only. */
+bool arch_kretprobe_supported(void);
 
 /** arch_insn_len() - length of the instruction at @code, or -EILSEQ. */
 int arch_insn_len(const uint8_t *code, size_t avail);

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 const int scn_sigs[SCN_NSIGS] = { SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
-bool scn_maps_skip_heap;
 
 void scn_snapshot_init(struct scn_snapshot *s)
 {
@@ -50,18 +49,16 @@ size_t scn_read_maps(char *buf, size_t cap)
 	close(fd);
 	raw[n] = 0;
 	/* Drop the [stack] line: the kernel grows it on demand, whatever
-	 * ukprobes does.  Under AddressSanitizer (or with scn_maps_skip_heap),
-	 * also the allocator's anonymous regions (read-write, and reserved
-	 * ---p) and the brk heap, which change on any malloc(): what a failed
-	 * registration must not change is code, slots and mappings of
+	 * ukprobes does.  Under AddressSanitizer, also its allocator's
+	 * anonymous regions (read-write, and reserved ---p), which change on
+	 * any malloc(): what a
+	 * failed registration must not change is code, slots and mappings of
 	 * ukprobes' own, not the heap. */
 	for (char *line = raw; *line;) {
 		char *nl = strchr(line, '\n');
 		size_t ll = nl ? (size_t)(nl - line + 1) : strlen(line);
 		bool skip = memmem(line, ll, "[stack]", 7) != NULL;
-#ifndef __SANITIZE_ADDRESS__
-		if (scn_maps_skip_heap)
-#endif
+#ifdef __SANITIZE_ADDRESS__
 		{
 			unsigned long lo, hi, off;
 			char perms[8];
@@ -71,10 +68,10 @@ size_t scn_read_maps(char *buf, size_t cap)
 			if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off,
 				   &dev1, &dev2, &ino) == 7 &&
 			    (!strcmp(perms, "rw-p") || !strcmp(perms, "---p")) &&
-			    ino == 0 && (!memchr(line, '[', ll) ||
-					 memmem(line, ll, "[heap]", 6)))
+			    ino == 0 && !memchr(line, '[', ll))
 				skip = true;
 		}
+#endif
 		if (!skip) {
 			if (out + ll < cap) {
 				memcpy(buf + out, line, ll);

@@ -46,11 +46,6 @@ struct scn_snapshot {
 /* The signals ukprobes takes: SIGTRAP SIGSEGV SIGBUS SIGFPE SIGILL. */
 extern const int scn_sigs[SCN_NSIGS];
 
-/* Leave anonymous read-write and reserved mappings (the heap: large
- * malloc() blocks live in mappings of their own) out of the maps
- * comparison, as under AddressSanitizer always. */
-extern bool scn_maps_skip_heap;
-
 /* Start an empty snapshot; add code ranges (<= SCN_RANGE_MAX bytes each). */
 void scn_snapshot_init(struct scn_snapshot *s);
 void scn_snapshot_add_code(struct scn_snapshot *s, const void *addr, size_t len);

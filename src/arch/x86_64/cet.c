@@ -8,7 +8,6 @@
  *   shstk  returns are checked against a shadow stack: replacing a return
  *          address (kretprobes) would fault at the return.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,28 +31,21 @@ bool x86_cet_line_has(const char *line, const char *name)
 	return false;
 }
 
-int x86_cet_state(const char *name)
+bool x86_cet_feature(const char *name)
 {
 	char line[256];
 	bool on = false;
 	FILE *f = fopen("/proc/self/status", "re");
 
 	if (!f)
-		return errno ? -errno : -EIO;
+		return true;	/* cannot tell: assume the stricter */
 	while (fgets(line, sizeof(line), f))
 		on |= x86_cet_line_has(line, name);
 	fclose(f);
 	return on;
 }
 
-bool x86_cet_feature(const char *name)
+bool arch_kretprobe_supported(void)
 {
-	return x86_cet_state(name) != 0;	/* cannot tell: the stricter */
-}
-
-int arch_kretprobe_check(void)
-{
-	int on = x86_cet_state("shstk");
-
-	return on < 0 ? on : on ? -EOPNOTSUPP : 0;
+	return !x86_cet_feature("shstk");
 }

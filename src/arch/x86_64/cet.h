@@ -5,10 +5,7 @@
 
 #include <stdbool.h>
 
-/* Is CET feature @name ("ibt", "shstk") on for this thread?  1 or 0, or
- * -errno when /proc/self/status cannot be read.  API calls. */
-int x86_cet_state(const char *name);
-/* The same, "on" when it cannot be told (the stricter answer). */
+/* Is CET feature @name ("ibt", "shstk") on for this thread?  API calls. */
 bool x86_cet_feature(const char *name);
 /* Does @line, one of /proc/self/status, say @name is on? */
 bool x86_cet_line_has(const char *line, const char *name);
