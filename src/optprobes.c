@@ -731,14 +731,22 @@ UKP_API int ukprobes_optimization(void)
 UKP_API int ukprobes_wait_optimizer(void)
 {
 	size_t left = 0;
+	/* Each pass proves every thread from scratch: a running thread needs
+	 * its time to change, then 100 us more of it (grace.c), which on a
+	 * loaded machine takes more than one 20 ms pass.  Passes wait longer
+	 * as they fail, within about two seconds in all. */
+	unsigned int wait_us = 20000, spent_us = 0;
 
-	for (int tries = 0; tries < 100; tries++) {
+	while (spent_us < 2000000) {
 		pthread_mutex_lock(&ukp_kprobe_mutex);
-		left = ukp_optimize_pass(20000);
+		left = ukp_optimize_pass(wait_us);
 		pthread_mutex_unlock(&ukp_kprobe_mutex);
 		if (!left)
 			break;
 		usleep(1000);
+		spent_us += wait_us + 1000;
+		if (wait_us < 160000)
+			wait_us *= 2;
 	}
 	return (int)left;
 }
